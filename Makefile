@@ -1,0 +1,46 @@
+# Lagwatch: `make run` starts the local stack, `make test` proves it on real parts.
+# Every install step lives here or in scripts/ so a fresh machine (and CI) needs nothing else.
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: run test test-fast bench lint system-deps test-system-deps clean venv
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	@test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	@rm -f $(VENV)/.installed-*; touch $@
+
+# Debian packages the product needs to run (a JDK for Spark and the JMX backends).
+system-deps:
+	@scripts/install-system-deps.sh run
+
+# ... and what the tests need on top (chromium, Alertmanager).
+test-system-deps:
+	@scripts/install-system-deps.sh test
+
+run: venv system-deps
+	$(BIN)/lagwatch up
+
+test: venv test-system-deps
+	$(BIN)/python -m pytest
+
+# Everything but the tests marked slow (for a quick loop while developing).
+test-fast: venv test-system-deps
+	$(BIN)/python -m pytest -m "not slow"
+
+bench: venv system-deps
+	$(BIN)/python -m bench
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+clean:
+	rm -rf lake state lagwatch.duckdb test-artifacts bench/results.md bench/.data

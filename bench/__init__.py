@@ -1,0 +1,1 @@
+"""Benchmarks: `make bench` (python -m bench) runs every module listed in BENCHMARKS."""

@@ -1,0 +1,78 @@
+"""`python -m bench [name ...]`: run the benchmarks, print one table, write bench/results.md.
+
+Each benchmark runs in its own process so one's JVM or memory does not skew another's figures.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import json
+import multiprocessing
+import platform
+import sys
+import time
+from pathlib import Path
+
+from bench.common import Result, format_table
+
+#: area -> module exposing run() -> list[Result]
+BENCHMARKS: dict[str, str] = {
+    "admin collector": "bench.bench_admin",
+    "jmx collector": "bench.bench_jmx",
+    "spark job": "bench.bench_spark",
+    "dashboard": "bench.bench_dashboard",
+    "alerts": "bench.bench_alerts",
+}
+
+
+def _run_module(module: str, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
+    try:
+        results = importlib.import_module(module).run()
+        queue.put(("ok", [r.__dict__ for r in results]))
+    except Exception as exc:  # noqa: BLE001 - a failed benchmark is reported, not hidden
+        queue.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def run_one(area: str, module: str) -> list[Result]:
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    process = ctx.Process(target=_run_module, args=(module, queue))
+    started = time.monotonic()
+    process.start()
+    status, payload = queue.get()
+    process.join()
+    print(f"bench: {area} finished in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+    if status == "error":
+        return [Result(name="(failed)", figure=float("nan"), unit="", bar=0, note=str(payload)[:200])]
+    return [Result(**r) for r in payload]
+
+
+def main(argv: list[str]) -> int:
+    chosen = {area: mod for area, mod in BENCHMARKS.items() if not argv or any(a in area or a in mod for a in argv)}
+    rows: list[tuple[str, Result]] = []
+    for area, module in chosen.items():
+        try:
+            importlib.util.find_spec(module)  # type: ignore[attr-defined]
+        except ModuleNotFoundError:
+            continue
+        if importlib.util.find_spec(module) is None:  # type: ignore[attr-defined]
+            print(f"bench: {module} not present, skipped", file=sys.stderr)
+            continue
+        print(f"bench: running {area} ({module})", file=sys.stderr, flush=True)
+        rows.extend((area, r) for r in run_one(area, module))
+    table = format_table(rows)
+    header = (
+        f"# Lagwatch benchmarks\n\n{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC on {platform.node()} "
+        f"({multiprocessing.cpu_count()} cores, Python {platform.python_version()})\n\n"
+    )
+    Path(__file__).with_name("results.md").write_text(header + table + "\n")
+    Path(__file__).with_name("results.json").write_text(
+        json.dumps([{"area": a, **r.__dict__, "verdict": r.verdict} for a, r in rows], indent=1)
+    )
+    print(table)
+    return 1 if any(r.verdict == "short" and r.name == "(failed)" for _, r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

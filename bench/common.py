@@ -1,0 +1,58 @@
+"""The one result type every benchmark returns, and how the table is printed.
+
+A benchmark module exposes ``run() -> list[Result]``. Each Result is a figure measured on
+this machine against the bar in DESIGN §7 (or None when the bar is "stated", not a threshold).
+"""
+
+from __future__ import annotations
+
+import resource
+from dataclasses import dataclass
+
+
+@dataclass
+class Result:
+    name: str
+    figure: float
+    unit: str
+    #: The bar to meet; None means the figure is reported, not judged.
+    bar: float | None = None
+    #: "min": figure must be >= bar; "max": figure must be <= bar.
+    direction: str = "min"
+    note: str = ""
+
+    @property
+    def verdict(self) -> str:
+        if self.bar is None:
+            return "stated"
+        met = self.figure >= self.bar if self.direction == "min" else self.figure <= self.bar
+        return "pass" if met else "short"
+
+    def bar_text(self) -> str:
+        if self.bar is None:
+            return "-"
+        return f"{'≥' if self.direction == 'min' else '≤'} {self.bar:,g} {self.unit}"
+
+
+def peak_rss_mb_children() -> float:
+    """Peak RSS of waited-for child processes (MB), e.g. a Spark JVM or a broker."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def peak_rss_mb_self() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def cpu_seconds_self() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def format_table(rows: list[tuple[str, Result]]) -> str:
+    lines = [
+        "| area | benchmark | figure | bar | verdict | note |",
+        "|---|---|---|---|---|---|",
+    ]
+    for area, r in rows:
+        lines.append(f"| {area} | {r.name} | {r.figure:,.2f} {r.unit} | {r.bar_text()} | {r.verdict} | {r.note} |")
+    return "\n".join(lines)

@@ -1,0 +1,88 @@
+"""What every collector is: the `Collector` protocol and the result of one scrape.
+
+The runner only knows this protocol. A collector reads one target (the cluster's Admin API,
+one JMX endpoint, one exporter URL) and returns samples plus whether the target answered; the
+runner adds the uniform `up` and `scrape_duration_seconds` samples and publishes everything.
+A collector never raises for a target problem: a dead target is a failed scrape (up = 0).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from lagwatch.samples import Sample, make_sample
+
+
+@dataclass(frozen=True)
+class SampleFactory:
+    """Stamps cluster and collector instance on every sample a collector makes."""
+
+    cluster: str
+    collector: str
+
+    def __call__(
+        self,
+        *,
+        ts: int,
+        source: str,
+        metric: str,
+        kind: str,
+        value: float,
+        broker: str | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+        group_id: str | None = None,
+        client_id: str | None = None,
+    ) -> Sample:
+        return make_sample(
+            ts=ts,
+            cluster=self.cluster,
+            source=source,
+            collector=self.collector,
+            metric=metric,
+            kind=kind,
+            value=value,
+            broker=broker,
+            topic=topic,
+            partition=partition,
+            group_id=group_id,
+            client_id=client_id,
+        )
+
+
+@dataclass
+class ScrapeResult:
+    """One target's scrape: `ok` False means the target did not answer (up = 0).
+
+    `errors` holds per-metric problems (a bad ObjectName, a malformed exporter line) that did
+    not fail the whole scrape; they are logged, and the other metrics still count.
+    """
+
+    target: str
+    ok: bool
+    samples: list[Sample] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+class Collector(Protocol):
+    """A scrape target. `name` is stable across instances: it is the unit of scale-out."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def source(self) -> str:
+        """Sample source of this target: 'admin', 'jmx' or 'prom'."""
+        ...
+
+    @property
+    def labels(self) -> dict[str, str | None]:
+        """Labels of this target's `up` sample, e.g. {"broker": "1"} or {"client_id": "c1"}."""
+        ...
+
+    def collect(self, ts_ms: int, make: SampleFactory) -> ScrapeResult:
+        """Scrape once within the configured timeout; never raise for a target problem."""
+        ...
+
+    def close(self) -> None: ...

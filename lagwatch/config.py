@@ -1,0 +1,328 @@
+"""One validated configuration model for every Lagwatch process.
+
+Why one model: every part (collectors, Spark job, dashboard, alerts) reads the same
+`config.toml`, so a typo must be caught in one place and named precisely. Unknown keys are
+errors (``extra="forbid"``), because a silently ignored ``intreval_s`` is how monitoring
+quietly stops monitoring.
+
+Secrets never live in the file. They come from environment variables (``LAGWATCH_…``) and
+are merged in after validation; a secret-looking key in the file is rejected.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+DEFAULT_CONFIG_PATH = "config.toml"
+CONFIG_ENV_VAR = "LAGWATCH_CONFIG"
+
+#: librdkafka properties that carry secrets. They must come from the environment.
+SECRET_CLIENT_KEYS = frozenset(
+    {"sasl.password", "ssl.key.password", "ssl.keystore.password", "sasl.oauthbearer.client.secret"}
+)
+
+
+class ConfigError(Exception):
+    """A configuration problem, already phrased for the operator (file and key named)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def _check_client_props(props: dict[str, Any]) -> dict[str, str]:
+    """librdkafka wants string values; secrets are refused here so they never sit in a file."""
+    for key in props:
+        if key in SECRET_CLIENT_KEYS:
+            raise ValueError(f"'{key}' is a secret: set it through the environment, not the file")
+    return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in props.items()}
+
+
+class ClusterConfig(_Model):
+    name: str = Field("local", min_length=1)
+    #: Empty: start the embedded tansu broker on a free loopback port.
+    bootstrap_servers: str = ""
+    #: librdkafka properties passed through as they are (security.protocol, sasl.mechanism,
+    #: ssl.ca.location, …). sasl.password comes from LAGWATCH_CLUSTER_SASL_PASSWORD.
+    client: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("client")
+    @classmethod
+    def _client_props(cls, props: dict[str, Any]) -> dict[str, str]:
+        return _check_client_props(props)
+
+
+class TransportConfig(_Model):
+    #: Empty: the same cluster as [cluster] carries the samples.
+    bootstrap_servers: str = ""
+    samples_topic: str = Field("lagwatch.samples", min_length=1)
+    samples_partitions: int = Field(6, ge=1)
+    client: dict[str, Any] = Field(default_factory=dict)
+    #: librdkafka producer settings passed through as they are.
+    producer: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("client", "producer")
+    @classmethod
+    def _client_props(cls, props: dict[str, Any]) -> dict[str, str]:
+        return _check_client_props(props)
+
+
+class CollectConfig(_Model):
+    interval_s: float = Field(15, gt=0)
+    #: Wall-clock limit for one target's scrape; never longer than the interval.
+    timeout_s: float = Field(5, gt=0)
+    #: Consumer groups whose id matches any allow regex and no deny regex are collected.
+    groups_allow: list[str] = Field(default_factory=lambda: [".*"])
+    groups_deny: list[str] = Field(default_factory=list)
+    topics_allow: list[str] = Field(default_factory=lambda: [".*"])
+    topics_deny: list[str] = Field(default_factory=lambda: ["^__"])
+    #: Parallel admin requests in flight (ListOffsets batches, group offset fetches).
+    admin_concurrency: int = Field(16, ge=1)
+    #: Partitions per ListOffsets request.
+    list_offsets_batch: int = Field(1000, ge=1)
+    #: Samples buffered in the producer before produce() blocks (backpressure, not loss).
+    buffer_samples: int = Field(200_000, ge=100)
+    #: Collector instances coordinate through this consumer group and topic (scale-out).
+    coordination_group: str = "lagwatch-collectors"
+    coordination_topic: str = "lagwatch.collect.targets"
+    session_timeout_ms: int = Field(10_000, ge=1000)
+    #: Set to false to scrape every target from this instance without coordination.
+    coordinate: bool = True
+    instance_id: str = ""
+
+    @field_validator("groups_allow", "groups_deny", "topics_allow", "topics_deny")
+    @classmethod
+    def _regexes_compile(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
+        return patterns
+
+    @model_validator(mode="after")
+    def _timeout_within_interval(self) -> CollectConfig:
+        if self.timeout_s > self.interval_s:
+            raise ValueError(f"timeout_s ({self.timeout_s}) must not exceed interval_s ({self.interval_s})")
+        return self
+
+
+class JmxTarget(_Model):
+    """One JMX endpoint: a broker (``broker`` set) or a consumer client (``client_id`` set)."""
+
+    broker: str | None = None
+    client_id: str | None = None
+    host: str = "127.0.0.1"
+    port: int = Field(9999, ge=1, le=65535)
+    backend: Literal["jpype", "jmxquery", "prometheus"] = "jpype"
+    #: For backend = "prometheus": the exporter's /metrics URL.
+    url: str | None = None
+    username: str | None = None
+    #: Name of the environment variable holding the password (never the password itself).
+    password_env: str | None = None
+    timeout_s: float | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _backend_needs(self) -> JmxTarget:
+        if self.backend == "prometheus" and not self.url:
+            raise ValueError("backend 'prometheus' needs url = \"http://host:port/metrics\"")
+        if self.broker is None and self.client_id is None:
+            raise ValueError("set broker (broker JMX) or client_id (consumer-client JMX)")
+        return self
+
+    @property
+    def name(self) -> str:
+        """Stable target name: used for coordination, the `up` sample and logs."""
+        who = f"broker-{self.broker}" if self.broker is not None else f"client-{self.client_id}"
+        where = self.url if self.backend == "prometheus" else f"{self.host}:{self.port}"
+        return f"{who}@{where}"
+
+    def password(self) -> str | None:
+        return os.environ.get(self.password_env) if self.password_env else None
+
+
+class JmxConfig(_Model):
+    targets: list[JmxTarget] = Field(default_factory=list)
+    #: Path to a JRE's libjvm for the jpype backend; empty: let JPype find it.
+    jvm_path: str = ""
+
+
+class LakeConfig(_Model):
+    path: str = "lake"
+    #: DuckDB file holding only views over the lake (opened read-only by readers).
+    duckdb_path: str = "lagwatch.duckdb"
+    #: Days to keep per table; tables not named keep `default_retention_days`.
+    default_retention_days: float = Field(30, gt=0)
+    retention_days: dict[str, float] = Field(default_factory=dict)
+    #: Files per table partition that trigger compaction.
+    compact_after_files: int = Field(32, ge=2)
+    #: Replaced files are deleted only after this many seconds (running queries keep them).
+    grace_period_s: float = Field(600, ge=0)
+
+
+class SparkConfig(_Model):
+    master: str = "local[2]"
+    trigger_s: float = Field(2, gt=0)
+    checkpoint_dir: str = "state/checkpoints"
+    #: python: the bundled confluent-kafka data source; kafka: Spark's native source (needs the jar).
+    source: Literal["python", "kafka"] = "python"
+    starting_offsets: Literal["earliest", "latest"] = "earliest"
+    max_rows_per_batch: int = Field(500_000, ge=1)
+    watermark_s: float = Field(30, ge=0)
+    #: Largest sample record accepted (bytes); larger goes to dead_letters.
+    max_record_bytes: int = Field(65_536, ge=256)
+    #: Extra Spark settings (spark.sql.shuffle.partitions defaults to the core count).
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class LagConfig(_Model):
+    """Burrow-style evaluation: a sliding window of commits per partition."""
+
+    window_s: float = Field(600, gt=0)
+    #: Minimum (log_end_offset, ts) points before time lag is interpolated.
+    min_history_points: int = Field(2, ge=2)
+    #: Per-group overrides: {"group-id" = {warn_lag = 1000, stop_after_s = 300}}.
+    group_thresholds: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+
+class DashboardConfig(_Model):
+    host: str = "127.0.0.1"
+    port: int = Field(8501, ge=1, le=65535)
+    refresh_s: float = Field(10, gt=0)
+    #: Start the alert engine beside the Streamlit server.
+    run_alerts: bool = True
+
+
+class AlertReceiver(_Model):
+    name: str = Field(min_length=1)
+    type: Literal["webhook", "slack", "alertmanager"] = "webhook"
+    url: str = Field(min_length=1)
+    #: Environment variable holding the HMAC secret for the signature header.
+    secret_env: str | None = None
+    timeout_s: float = Field(5, gt=0)
+
+
+class AlertRule(_Model):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    name: str = Field(min_length=1)
+    #: threshold | status | absence | rate
+    kind: Literal["threshold", "status", "absence", "rate"] = "threshold"
+    metric: str = Field(min_length=1)
+    by: list[str] = Field(default_factory=list)
+    op: Literal[">", ">=", "<", "<=", "==", "!="] = ">"
+    threshold: float = 0
+    for_: str = Field("0s", alias="for")
+    severity: str = "warning"
+    receivers: list[str] = Field(default_factory=list)
+    labels: dict[str, str] = Field(default_factory=dict)
+    summary: str = ""
+    description: str = ""
+
+
+class AlertsConfig(_Model):
+    evaluate_every_s: float = Field(15, gt=0)
+    group_by: list[str] = Field(default_factory=lambda: ["alertname", "cluster"])
+    group_wait: str = "30s"
+    group_interval: str = "5m"
+    repeat_interval: str = "4h"
+    state_dir: str = "state/alerts"
+    use_default_rules: bool = True
+    receivers: list[AlertReceiver] = Field(default_factory=list)
+    rules: list[AlertRule] = Field(default_factory=list)
+
+
+class DemoConfig(_Model):
+    #: Records per second across the demo topics.
+    rate: float = Field(50, gt=0)
+
+
+class Config(_Model):
+    cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    transport: TransportConfig = Field(default_factory=TransportConfig)
+    collect: CollectConfig = Field(default_factory=CollectConfig)
+    jmx: JmxConfig = Field(default_factory=JmxConfig)
+    lake: LakeConfig = Field(default_factory=LakeConfig)
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    lag: LagConfig = Field(default_factory=LagConfig)
+    dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    demo: DemoConfig = Field(default_factory=DemoConfig)
+
+    #: Where the file was read from; relative paths in the config resolve against its folder.
+    source_path: str = Field("", exclude=True)
+
+    @property
+    def embedded_broker(self) -> bool:
+        return not self.cluster.bootstrap_servers
+
+    def transport_servers(self) -> str:
+        return self.transport.bootstrap_servers or self.cluster.bootstrap_servers
+
+    def resolve_path(self, path: str) -> Path:
+        """Resolve a configured path against the config file's folder, so cwd never matters."""
+        candidate = Path(path)
+        if candidate.is_absolute() or not self.source_path:
+            return candidate
+        return Path(self.source_path).resolve().parent / candidate
+
+
+def _format_validation_error(exc: ValidationError, path: str) -> str:
+    lines = [f"invalid configuration in {path}:"]
+    for err in exc.errors():
+        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        if err["type"] == "extra_forbidden":
+            lines.append(f"  {key}: unknown key")
+        else:
+            lines.append(f"  {key}: {err['msg']}")
+    return "\n".join(lines)
+
+
+def _apply_env_secrets(config: Config, environ: dict[str, str]) -> None:
+    """Secrets and deployment-specific overrides come from LAGWATCH_* environment variables."""
+    overrides = {
+        "LAGWATCH_CLUSTER_SASL_USERNAME": (config.cluster.client, "sasl.username"),
+        "LAGWATCH_CLUSTER_SASL_PASSWORD": (config.cluster.client, "sasl.password"),
+        "LAGWATCH_CLUSTER_SSL_KEY_PASSWORD": (config.cluster.client, "ssl.key.password"),
+        "LAGWATCH_TRANSPORT_SASL_USERNAME": (config.transport.client, "sasl.username"),
+        "LAGWATCH_TRANSPORT_SASL_PASSWORD": (config.transport.client, "sasl.password"),
+        "LAGWATCH_TRANSPORT_SSL_KEY_PASSWORD": (config.transport.client, "ssl.key.password"),
+    }
+    for var, (props, key) in overrides.items():
+        if environ.get(var):
+            props[key] = environ[var]
+    if environ.get("LAGWATCH_BOOTSTRAP_SERVERS"):
+        config.cluster.bootstrap_servers = environ["LAGWATCH_BOOTSTRAP_SERVERS"]
+
+
+def parse_config(data: dict[str, Any], path: str = "<memory>", environ: dict[str, str] | None = None) -> Config:
+    """Validate a config mapping; raise ConfigError naming the file and every bad key."""
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(_format_validation_error(exc, path)) from None
+    config.source_path = path if path != "<memory>" else ""
+    _apply_env_secrets(config, dict(os.environ) if environ is None else environ)
+    return config
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> Config:
+    """Load `path`, else $LAGWATCH_CONFIG, else ./config.toml (defaults if that is absent)."""
+    explicit = path is not None or CONFIG_ENV_VAR in os.environ
+    chosen = str(path) if path is not None else os.environ.get(CONFIG_ENV_VAR, DEFAULT_CONFIG_PATH)
+    file = Path(chosen)
+    if not file.exists():
+        if explicit:
+            raise ConfigError(f"config file not found: {chosen}")
+        return parse_config({})
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML in {chosen}: {exc}") from None
+    return parse_config(data, str(file))

@@ -1,0 +1,322 @@
+"""Contract 2: the Parquet lake and the read-only DuckDB views over it.
+
+Layout: ``<lake>/<table>/date=YYYY-MM-DD/<name>.parquet``. Every writer (the Spark job, the
+alert engine) writes whole files atomically (temp file, then rename) with names derived from
+the batch, so a replayed batch replaces its own file with the same rows. Rows carry a
+``version`` (the writer's batch id, monotonic per table); a window still open is rewritten by a
+later batch, and the views keep the newest version per key, so readers always see one row per
+window. Readers never lock anything: DuckDB reads Parquet files, and `lagwatch.duckdb` holds
+only views, so any number of read-only sessions can stay open while the pipeline writes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import duckdb
+    import pyarrow as pa
+
+LABEL_COLUMNS: tuple[str, ...] = ("broker", "topic", "partition", "group_id", "client_id")
+
+
+@dataclass(frozen=True)
+class Table:
+    """A lake table: its columns (DuckDB types), the key newest-wins applies to, its time column."""
+
+    name: str
+    columns: tuple[tuple[str, str], ...]
+    key: tuple[str, ...]
+    time_column: str
+
+    @property
+    def column_names(self) -> list[str]:
+        return [name for name, _ in self.columns]
+
+
+_METRIC_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("cluster", "VARCHAR"),
+    ("window_start", "TIMESTAMPTZ"),
+    ("window_end", "TIMESTAMPTZ"),
+    ("source", "VARCHAR"),
+    ("metric", "VARCHAR"),
+    ("kind", "VARCHAR"),
+    ("broker", "VARCHAR"),
+    ("topic", "VARCHAR"),
+    ("partition", "INTEGER"),
+    ("group_id", "VARCHAR"),
+    ("client_id", "VARCHAR"),
+    ("samples", "BIGINT"),
+    ("min", "DOUBLE"),
+    ("max", "DOUBLE"),
+    ("avg", "DOUBLE"),
+    ("first", "DOUBLE"),
+    ("last", "DOUBLE"),
+    #: Counters: increase per second over the window, reset-aware; gauges: NULL.
+    ("rate_per_s", "DOUBLE"),
+    ("version", "BIGINT"),
+)
+_METRIC_KEY = ("cluster", "window_start", "source", "metric", *LABEL_COLUMNS)
+
+TABLES: dict[str, Table] = {
+    t.name: t
+    for t in (
+        Table("metrics_10s", _METRIC_COLUMNS, _METRIC_KEY, "window_start"),
+        Table("metrics_1m", _METRIC_COLUMNS, _METRIC_KEY, "window_start"),
+        Table(
+            "lag_1m",
+            (
+                ("cluster", "VARCHAR"),
+                ("window_start", "TIMESTAMPTZ"),
+                ("window_end", "TIMESTAMPTZ"),
+                ("group_id", "VARCHAR"),
+                ("topic", "VARCHAR"),
+                ("partition", "INTEGER"),
+                ("committed_offset", "BIGINT"),
+                ("end_offset", "BIGINT"),
+                ("lag", "BIGINT"),
+                ("lag_max", "BIGINT"),
+                ("consume_rate", "DOUBLE"),  # records/s committed
+                ("produce_rate", "DOUBLE"),  # records/s appended to the partition
+                ("time_lag_s", "DOUBLE"),  # NULL when time_lag_method = 'unknown'
+                ("time_lag_method", "VARCHAR"),  # caught_up | interpolated | extrapolated | unknown
+                ("eta_s", "DOUBLE"),  # estimated seconds to catch up; NULL if not catching up
+                ("status", "VARCHAR"),  # OK | WARN | STALL | STOP | REWIND | ERR
+                ("reason", "VARCHAR"),
+                ("version", "BIGINT"),
+            ),
+            ("cluster", "window_start", "group_id", "topic", "partition"),
+            "window_start",
+        ),
+        Table(
+            "group_status",
+            (
+                ("cluster", "VARCHAR"),
+                ("group_id", "VARCHAR"),
+                ("status", "VARCHAR"),
+                ("reason", "VARCHAR"),
+                ("rule", "VARCHAR"),
+                ("total_lag", "BIGINT"),
+                ("max_lag", "BIGINT"),
+                ("max_time_lag_s", "DOUBLE"),
+                ("partitions", "INTEGER"),
+                ("topics", "VARCHAR"),
+                ("updated_at", "TIMESTAMPTZ"),
+                ("version", "BIGINT"),
+            ),
+            ("cluster", "group_id", "updated_at"),
+            "updated_at",
+        ),
+        Table(
+            "dead_letters",
+            (
+                ("cluster", "VARCHAR"),
+                ("received_at", "TIMESTAMPTZ"),
+                ("source_topic", "VARCHAR"),
+                ("source_partition", "INTEGER"),
+                ("source_offset", "BIGINT"),
+                ("raw", "VARCHAR"),
+                ("error", "VARCHAR"),
+                ("version", "BIGINT"),
+            ),
+            ("source_topic", "source_partition", "source_offset"),
+            "received_at",
+        ),
+        Table(
+            "alert_events",
+            (
+                ("cluster", "VARCHAR"),
+                ("ts", "TIMESTAMPTZ"),
+                ("event", "VARCHAR"),  # firing | repeat | resolved | delivered | failed | silenced
+                ("alertname", "VARCHAR"),
+                ("incident_key", "VARCHAR"),
+                ("seq", "BIGINT"),
+                ("severity", "VARCHAR"),
+                ("labels", "VARCHAR"),  # JSON object
+                ("value", "DOUBLE"),
+                ("receiver", "VARCHAR"),
+                ("detail", "VARCHAR"),
+                ("event_id", "VARCHAR"),
+                ("version", "BIGINT"),
+            ),
+            ("event_id",),
+            "ts",
+        ),
+        Table(
+            "pipeline_progress",
+            (
+                ("cluster", "VARCHAR"),
+                ("query", "VARCHAR"),
+                ("batch_id", "BIGINT"),
+                ("ts", "TIMESTAMPTZ"),
+                ("input_rows", "BIGINT"),
+                ("input_rows_per_s", "DOUBLE"),
+                ("processed_rows_per_s", "DOUBLE"),
+                ("batch_duration_ms", "BIGINT"),
+                ("watermark", "TIMESTAMPTZ"),
+                ("freshness_s", "DOUBLE"),
+                ("version", "BIGINT"),
+            ),
+            ("query", "batch_id"),
+            "ts",
+        ),
+    )
+}
+
+#: Sentinel partition that holds one empty file per table so a view always has a file to
+#: read (DuckDB's read_parquet fails on a glob matching nothing). Retention never touches it.
+SCHEMA_PARTITION = "date=1970-01-01"
+SCHEMA_FILE = "_schema.parquet"
+
+
+def table(name: str) -> Table:
+    try:
+        return TABLES[name]
+    except KeyError:
+        raise KeyError(f"unknown lake table {name!r}; tables: {', '.join(TABLES)}") from None
+
+
+_ARROW_TYPES = {
+    "VARCHAR": "string",
+    "INTEGER": "int32",
+    "BIGINT": "int64",
+    "DOUBLE": "float64",
+    "TIMESTAMPTZ": "timestamp_utc",
+}
+
+
+def arrow_schema(name: str) -> pa.Schema:
+    import pyarrow as pa
+
+    types = {
+        "string": pa.string(),
+        "int32": pa.int32(),
+        "int64": pa.int64(),
+        "float64": pa.float64(),
+        "timestamp_utc": pa.timestamp("us", tz="UTC"),
+    }
+    return pa.schema([(col, types[_ARROW_TYPES[sql]]) for col, sql in table(name).columns])
+
+
+def table_dir(lake: str | os.PathLike[str], name: str) -> Path:
+    return Path(lake) / table(name).name
+
+
+def ensure_lake(lake: str | os.PathLike[str]) -> None:
+    """Create every table folder with its empty schema file (idempotent)."""
+    import pyarrow.parquet as pq
+
+    for name in TABLES:
+        schema_file = table_dir(lake, name) / SCHEMA_PARTITION / SCHEMA_FILE
+        if not schema_file.exists():
+            schema_file.parent.mkdir(parents=True, exist_ok=True)
+            _atomic_write(schema_file, arrow_schema(name).empty_table())
+
+
+def _atomic_write(path: Path, data: pa.Table) -> None:
+    import pyarrow.parquet as pq
+
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    pq.write_table(data, tmp, compression="zstd")
+    os.replace(tmp, path)
+
+
+def write_rows(
+    lake: str | os.PathLike[str],
+    name: str,
+    data: pa.Table,
+    file_stem: str,
+) -> list[Path]:
+    """Write `data` into its date partitions as `<file_stem>.parquet`, atomically.
+
+    The same `file_stem` (derived from a batch id) replaces the same files, which is what
+    makes a replayed batch idempotent. Columns are cast to the table's schema, so a writer
+    cannot drift from the contract unnoticed.
+    """
+    import pyarrow.compute as pc
+
+    spec = table(name)
+    schema = arrow_schema(name)
+    missing = [c for c in schema.names if c not in data.column_names]
+    if missing:
+        raise ValueError(f"{name}: rows lack columns {missing}")
+    data = data.select(schema.names).cast(schema)
+    if data.num_rows == 0:
+        return []
+    days = pc.strftime(data[spec.time_column], format="%Y-%m-%d").to_pylist()
+    written = []
+    for day in sorted({d for d in days if d is not None}):
+        mask = pc.equal(pc.strftime(data[spec.time_column], format="%Y-%m-%d"), day)
+        part = table_dir(lake, name) / f"date={day}" / f"{file_stem}.parquet"
+        part.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(part, data.filter(mask))
+        written.append(part)
+    return written
+
+
+def _view_sql(lake: Path, spec: Table) -> str:
+    glob = (lake / spec.name / "*" / "*.parquet").as_posix()
+    source = f"read_parquet('{glob}', hive_partitioning = false, union_by_name = true)"
+    key = ", ".join(spec.key)
+    return (
+        f"CREATE OR REPLACE VIEW {spec.name} AS SELECT * EXCLUDE (version) FROM {source} "
+        f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY version DESC) = 1"
+    )
+
+
+def view_statements(lake: str | os.PathLike[str]) -> list[str]:
+    """CREATE VIEW statements (newest version per key wins) for every table."""
+    root = Path(lake).resolve()
+    return [_view_sql(root, spec) for spec in TABLES.values()]
+
+
+def write_views_file(lake: str | os.PathLike[str], duckdb_path: str | os.PathLike[str]) -> Path:
+    """(Re)build `lagwatch.duckdb`: views only, swapped in atomically so open readers keep theirs."""
+    import duckdb
+
+    ensure_lake(lake)
+    target = Path(duckdb_path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
+    con = duckdb.connect(str(tmp))
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        for statement in view_statements(lake):
+            con.execute(statement)
+    finally:
+        con.close()
+    os.replace(tmp, target)
+    return target
+
+
+def connect_readonly(lake: str | os.PathLike[str], duckdb_path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
+    """A read-only DuckDB session over the lake's views; creates the views file if missing.
+
+    The session time zone is UTC so timestamps are never shifted by the host's zone.
+    """
+    import duckdb
+
+    path = Path(duckdb_path)
+    if not path.exists():
+        write_views_file(lake, path)
+    con = duckdb.connect(str(path), read_only=True)
+    con.execute("SET TimeZone = 'UTC'")
+    return con
+
+
+def utc_now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC)
+
+
+def rows_to_arrow(name: str, rows: Sequence[dict[str, Any]]) -> pa.Table:
+    """Build a table's Arrow data from dict rows (missing columns become NULL)."""
+    import pyarrow as pa
+
+    schema = arrow_schema(name)
+    return pa.Table.from_pylist([{c: row.get(c) for c in schema.names} for row in rows], schema=schema)

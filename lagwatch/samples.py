@@ -1,0 +1,128 @@
+"""Contract 1: the sample record that travels on the `lagwatch.samples` topic.
+
+One record per measured value. Collectors build them with :func:`make_sample`; the Spark job
+parses them against :data:`SAMPLE_FIELDS`. The id is a hash of everything that identifies the
+measurement, so a retried produce yields the same id and is dropped downstream instead of
+counted twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+SCHEMA_VERSION = 1
+Source = Literal["jmx", "prom", "admin", "probe", "heartbeat"]
+Kind = Literal["counter", "gauge"]
+SOURCES: tuple[str, ...] = ("jmx", "prom", "admin", "probe", "heartbeat")
+KINDS: tuple[str, ...] = ("counter", "gauge")
+LABELS: tuple[str, ...] = ("broker", "topic", "partition", "group_id", "client_id")
+
+#: Field name -> JSON type accepted, in record order. Labels may be null.
+SAMPLE_FIELDS: dict[str, str] = {
+    "v": "int",
+    "id": "str",
+    "ts": "int",
+    "cluster": "str",
+    "source": "str",
+    "collector": "str",
+    "metric": "str",
+    "kind": "str",
+    "value": "float",
+    "broker": "str?",
+    "topic": "str?",
+    "partition": "int?",
+    "group_id": "str?",
+    "client_id": "str?",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """A measured value with its labels; `ts` is epoch milliseconds (UTC)."""
+
+    v: int
+    id: str
+    ts: int
+    cluster: str
+    source: str
+    collector: str
+    metric: str
+    kind: str
+    value: float
+    broker: str | None = None
+    topic: str | None = None
+    partition: int | None = None
+    group_id: str | None = None
+    client_id: str | None = None
+
+    def key(self) -> bytes:
+        """cluster + source + entity: one entity's samples stay ordered on one partition."""
+        return sample_key(self.cluster, self.source, self.broker, self.topic, self.partition, self.group_id, self.client_id)
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self), separators=(",", ":"), allow_nan=False).encode()
+
+
+def sample_key(
+    cluster: str,
+    source: str,
+    broker: str | None = None,
+    topic: str | None = None,
+    partition: int | None = None,
+    group_id: str | None = None,
+    client_id: str | None = None,
+) -> bytes:
+    entity = "|".join("" if part is None else str(part) for part in (broker, topic, partition, group_id, client_id))
+    return f"{cluster}|{source}|{entity}".encode()
+
+
+def sample_id(cluster: str, source: str, metric: str, ts: int, labels: tuple[object, ...]) -> str:
+    """Deterministic id: the same measurement produced twice has the same id."""
+    text = "\x1f".join(["" if x is None else str(x) for x in (cluster, source, metric, ts, *labels)])
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def make_sample(
+    *,
+    ts: int,
+    cluster: str,
+    source: str,
+    collector: str,
+    metric: str,
+    kind: str,
+    value: float,
+    broker: str | None = None,
+    topic: str | None = None,
+    partition: int | None = None,
+    group_id: str | None = None,
+    client_id: str | None = None,
+) -> Sample:
+    """Build a sample; refuses NaN/inf so a bad reading fails at the source, not in the lake."""
+    if source not in SOURCES:
+        raise ValueError(f"unknown sample source {source!r}")
+    if kind not in KINDS:
+        raise ValueError(f"unknown sample kind {kind!r}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"{metric}: value {value!r} is not finite")
+    labels = (broker, topic, partition, group_id, client_id)
+    return Sample(
+        v=SCHEMA_VERSION,
+        id=sample_id(cluster, source, metric, ts, labels),
+        ts=int(ts),
+        cluster=cluster,
+        source=source,
+        collector=collector,
+        metric=metric,
+        kind=kind,
+        value=number,
+        broker=None if broker is None else str(broker),
+        topic=topic,
+        partition=None if partition is None else int(partition),
+        group_id=group_id,
+        client_id=client_id,
+    )

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Lagwatch needs, only those that are missing.
+#   run:  a JDK (Spark, the JMX backends, the JMX test double)
+#   test: the above plus chromium (headless browser tests) and Alertmanager
+set -euo pipefail
+profile="${1:-run}"
+
+need=()
+command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
+if [ "$profile" = "test" ]; then
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
+  command -v prometheus-alertmanager >/dev/null 2>&1 || need+=(prometheus-alertmanager)
+fi
+[ ${#need[@]} -eq 0 ] && exit 0
+
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+echo "installing Debian packages: ${need[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# Debian starts services on install; Lagwatch's tests start their own Alertmanager.
+if [ "$profile" = "test" ] && command -v systemctl >/dev/null 2>&1; then
+  $sudo systemctl disable --now prometheus-alertmanager >/dev/null 2>&1 || true
+fi
+echo "installed: ${need[*]}"

@@ -1,0 +1,52 @@
+"""The columns that flow between the Spark job's stages.
+
+`parse.py` turns raw Kafka records into PARSED_SAMPLE_COLUMNS (one row per valid sample);
+`windows.py` and `lag.py` consume exactly these columns. Keeping the list here lets each stage
+be tested alone on a file-backed stream of parsed samples.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    BinaryType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+#: What every Kafka source (Python data source or native format("kafka")) yields.
+KAFKA_RECORD_SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+    ]
+)
+
+#: A valid sample after parsing: contract 1 fields plus `event_time` (ts as a UTC timestamp).
+PARSED_SAMPLE_SCHEMA = StructType(
+    [
+        StructField("v", IntegerType()),
+        StructField("id", StringType()),
+        StructField("ts", LongType()),
+        StructField("event_time", TimestampType()),
+        StructField("cluster", StringType()),
+        StructField("source", StringType()),
+        StructField("collector", StringType()),
+        StructField("metric", StringType()),
+        StructField("kind", StringType()),
+        StructField("value", DoubleType()),
+        StructField("broker", StringType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("group_id", StringType()),
+        StructField("client_id", StringType()),
+    ]
+)

@@ -1,0 +1,91 @@
+"""Shared fixtures: every test talks to real parts.
+
+- ``broker``: one tansu broker for the session, started by the product's own launcher.
+- ``spark``: one local[2] SparkSession for the session (cold start ≈ 8 s, paid once).
+- ``make_config``: a validated Config pointing at the broker and a per-test lake and state.
+- JMX test double, webhook receiver and Alertmanager live in ``tests/fixtures/`` and are
+  registered below as plugins.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lagwatch.broker import EmbeddedBroker
+from lagwatch.config import Config, parse_config
+from lagwatch.kafka import use_embedded_broker
+
+pytest_plugins = [
+    "tests.fixtures.jmx_double",
+    "tests.fixtures.webhook_receiver",
+    "tests.fixtures.kafka_workload",
+]
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+
+@pytest.fixture(scope="session")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+    log_path = tmp_path_factory.mktemp("tansu") / "tansu.log"
+    with EmbeddedBroker(log_path=log_path) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local[2] session: UI off, 2 shuffle partitions (DESIGN §6)."""
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)  # type: ignore[attr-defined]
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("lagwatch-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def unique() -> Callable[[str], str]:
+    """Unique names per test (topics, groups) so tests sharing the broker never collide."""
+    return lambda prefix: f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def make_config(broker: EmbeddedBroker, tmp_path: Path, unique: Callable[[str], str]) -> Callable[..., Config]:
+    """Build a validated Config on the test broker; sections given as dicts override defaults."""
+
+    def build(**sections: dict[str, Any]) -> Config:
+        data: dict[str, Any] = {
+            "cluster": {"name": "test"},
+            "transport": {"samples_topic": unique("samples")},
+            "lake": {"path": str(tmp_path / "lake"), "duckdb_path": str(tmp_path / "lagwatch.duckdb")},
+            "spark": {"checkpoint_dir": str(tmp_path / "checkpoints")},
+            "alerts": {"state_dir": str(tmp_path / "alerts"), "use_default_rules": False},
+        }
+        for name, values in sections.items():
+            data[name] = {**data.get(name, {}), **values}
+        config = parse_config(data, environ={})
+        use_embedded_broker(config, broker.bootstrap_servers)
+        return config
+
+    return build
+
+
+@pytest.fixture
+def artifacts_dir() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
