@@ -30,7 +30,7 @@ def _run_module(module: str, queue: multiprocessing.Queue) -> None:  # type: ign
     try:
         results = importlib.import_module(module).run()
         queue.put(("ok", [r.__dict__ for r in results]))
-    except Exception as exc:  # noqa: BLE001 - a failed benchmark is reported, not hidden
+    except Exception as exc:
         queue.put(("error", f"{type(exc).__name__}: {exc}"))
 
 

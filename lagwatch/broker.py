@@ -57,7 +57,7 @@ def _metadata_answers(bootstrap: str, timeout_s: float) -> bool:
     try:
         admin.list_topics(timeout=timeout_s)
         return True
-    except Exception:  # noqa: BLE001 - any failure means "not ready yet"
+    except Exception:
         return False
 
 
@@ -82,9 +82,12 @@ class EmbeddedBroker:
         command = [
             tansu_binary(),
             "broker",
-            "--listener-url", url,
-            "--advertised-listener-url", url,
-            "--storage-engine", "memory://tansu/",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
         ]
         output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         started = time.monotonic()
@@ -125,5 +128,7 @@ class EmbeddedBroker:
     def __enter__(self) -> EmbeddedBroker:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()

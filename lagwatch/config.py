@@ -241,6 +241,8 @@ class AlertsConfig(_Model):
 class DemoConfig(_Model):
     #: Records per second across the demo topics.
     rate: float = Field(50, gt=0)
+    #: Port of the demo's simulated broker-JMX exporter (Prometheus text, broker "sim-1").
+    jmx_sim_port: int = Field(7071, ge=1, le=65535)
 
 
 class Config(_Model):

@@ -56,7 +56,7 @@ def check_reachable(settings: dict[str, Any], timeout_s: float = 10.0) -> None:
     admin = AdminClient({**settings, "log_level": 0})
     try:
         admin.list_topics(timeout=timeout_s)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise KafkaUnreachable(
             f"Kafka at {settings.get('bootstrap.servers')!r} did not answer within {timeout_s:.0f} s ({exc})"
         ) from None

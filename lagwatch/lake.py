@@ -210,7 +210,6 @@ def table_dir(lake: str | os.PathLike[str], name: str) -> Path:
 
 def ensure_lake(lake: str | os.PathLike[str]) -> None:
     """Create every table folder with its empty schema file (idempotent)."""
-    import pyarrow.parquet as pq
 
     for name in TABLES:
         schema_file = table_dir(lake, name) / SCHEMA_PARTITION / SCHEMA_FILE

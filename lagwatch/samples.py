@@ -61,7 +61,9 @@ class Sample:
 
     def key(self) -> bytes:
         """cluster + source + entity: one entity's samples stay ordered on one partition."""
-        return sample_key(self.cluster, self.source, self.broker, self.topic, self.partition, self.group_id, self.client_id)
+        return sample_key(
+            self.cluster, self.source, self.broker, self.topic, self.partition, self.group_id, self.client_id
+        )
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self), separators=(",", ":"), allow_nan=False).encode()

@@ -1,0 +1,221 @@
+"""`lagwatch up`, `lagwatch status` and `lagwatch broker`: the local stack in one command.
+
+`up` starts the parts as separate processes, in dependency order, each announced with how
+long it took to become ready: the embedded broker (when no bootstrap servers are configured),
+the demo workload, the collectors, the Spark job and the dashboard (which runs the alert engine
+beside it). Ctrl-C stops them in reverse order, so the collectors flush and the Spark query
+stops cleanly before the broker goes, and no process is left behind. What is running is written
+to `state/stack.json`, which `lagwatch status` reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from lagwatch.broker import EmbeddedBroker
+from lagwatch.config import Config
+from lagwatch.kafka import EMBEDDED_BOOTSTRAP_ENV, check_reachable, cluster_client_config, cluster_for
+
+log = logging.getLogger(__name__)
+
+STOP_TIMEOUT_S = 30
+
+
+@dataclass
+class Component:
+    name: str
+    command: list[str]
+    #: Returns True once the component is serving; None means "started is ready".
+    ready: Callable[[], bool] | None = None
+    process: subprocess.Popen[bytes] | None = None
+
+
+def _state_file(config: Config) -> Path:
+    return config.resolve_path("state") / "stack.json"
+
+
+def _lagwatch(config: Config, *args: str) -> list[str]:
+    command = [sys.executable, "-m", "lagwatch.cli"]
+    if config.source_path:
+        command += ["--config", config.source_path]
+    return [*command, *args]
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+def _components(config: Config, with_demo: bool) -> list[Component]:
+    dashboard_url = f"http://{config.dashboard.host}:{config.dashboard.port}"
+    parts = []
+    if with_demo:
+        parts.append(
+            Component(
+                "demo",
+                _lagwatch(config, "demo"),
+                lambda: _http_ok(f"http://127.0.0.1:{config.demo.jmx_sim_port}/metrics"),
+            )
+        )
+    parts += [
+        Component("collectors", _lagwatch(config, "collect")),
+        Component(
+            "spark job",
+            _lagwatch(config, "stream"),
+            lambda: any(config.resolve_path(config.lake.path).glob("pipeline_progress/date=2*/*.parquet")),
+        ),
+        Component(
+            "dashboard + alerts", _lagwatch(config, "dashboard"), lambda: _http_ok(f"{dashboard_url}/_stcore/health")
+        ),
+    ]
+    return parts
+
+
+def _start(component: Component, env: dict[str, str], logs: Path) -> None:
+    log_file = open(logs / f"{component.name.split()[0]}.log", "ab")  # noqa: SIM115 - owned by the child
+    component.process = subprocess.Popen(
+        component.command, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+    )
+    log_file.close()
+
+
+def _wait_ready(component: Component, timeout_s: float = 180) -> bool:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        assert component.process is not None
+        if component.process.poll() is not None:
+            return False
+        if component.ready is None or component.ready():
+            return True
+        time.sleep(0.25)
+    return False
+
+
+def _stop(component: Component) -> None:
+    process = component.process
+    if process is None or process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(STOP_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        log.warning("%s did not stop within %d s; killing it", component.name, STOP_TIMEOUT_S)
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    log.info("stopped %s", component.name)
+
+
+def _write_state(config: Config, bootstrap: str, parts: list[Component]) -> None:
+    state = {
+        "bootstrap_servers": bootstrap,
+        "dashboard_url": f"http://{config.dashboard.host}:{config.dashboard.port}",
+        "components": {c.name: c.process.pid for c in parts if c.process},
+        "supervisor": os.getpid(),
+    }
+    path = _state_file(config)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(state, indent=1))
+
+
+def run_up(config: Config, args: argparse.Namespace) -> int:
+    stop = {"requested": False}
+
+    def request_stop(signum: int, _frame: object) -> None:
+        stop["requested"] = True
+
+    signal.signal(signal.SIGTERM, request_stop)
+    signal.signal(signal.SIGINT, request_stop)
+    logs = config.resolve_path("state") / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    with cluster_for(config) as config:
+        bootstrap = config.cluster.bootstrap_servers
+        check_reachable(cluster_client_config(config))
+        print(f"broker {bootstrap} ready in {time.monotonic() - started:.1f} s", flush=True)
+        env = (
+            {**os.environ, EMBEDDED_BOOTSTRAP_ENV: bootstrap}
+            if config.embedded_broker or os.environ.get(EMBEDDED_BOOTSTRAP_ENV)
+            else dict(os.environ)
+        )
+        parts = _components(config, with_demo=not args.no_demo)
+        try:
+            for part in parts:
+                if stop["requested"]:
+                    break
+                step = time.monotonic()
+                _start(part, env, logs)
+                _write_state(config, bootstrap, parts)
+                if not _wait_ready(part):
+                    print(f"{part.name} failed to start: see {logs}", file=sys.stderr, flush=True)
+                    return 1
+                print(f"{part.name} ready in {time.monotonic() - step:.1f} s", flush=True)
+            url = f"http://{config.dashboard.host}:{config.dashboard.port}"
+            print(
+                f"Lagwatch is up in {time.monotonic() - started:.0f} s: open {url}  (Ctrl-C stops everything)",
+                flush=True,
+            )
+            while not stop["requested"]:
+                for part in parts:
+                    if part.process and part.process.poll() is not None:
+                        print(
+                            f"{part.name} exited with code {part.process.returncode}; see {logs}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+                        stop["requested"] = True
+                time.sleep(0.5)
+        finally:
+            print("stopping: dashboard, Spark job, collectors, demo, then the broker", flush=True)
+            for part in reversed(parts):
+                _stop(part)
+            _state_file(config).unlink(missing_ok=True)
+    return 0
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
+def run_status(config: Config, args: argparse.Namespace) -> int:
+    path = _state_file(config)
+    if not path.exists():
+        print(f"not running (no {path}); start it with `lagwatch up`")
+        return 1
+    state = json.loads(path.read_text())
+    healthy = True
+    for name, pid in state["components"].items():
+        alive = _pid_alive(pid)
+        healthy &= alive
+        print(f"{name:<20} pid {pid:<8} {'running' if alive else 'DEAD'}")
+    dashboard_ok = _http_ok(f"{state['dashboard_url']}/_stcore/health")
+    print(f"{'dashboard http':<20} {state['dashboard_url']:<17} {'ok' if dashboard_ok else 'NOT ANSWERING'}")
+    healthy &= dashboard_ok
+    return 0 if healthy else 1
+
+
+def run_broker(config: Config, args: argparse.Namespace) -> int:
+    """Run the embedded broker alone (handy for a second terminal or a quick experiment)."""
+    signals = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    with EmbeddedBroker() as broker:
+        print(f"tansu broker on {broker.bootstrap_servers} (Ctrl-C stops it)", flush=True)
+        signal.sigwait(signals)
+    return 0

@@ -1,0 +1,92 @@
+"""The config model refuses what it does not know and names the key and the file."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lagwatch.config import ConfigError, load_config, parse_config
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_shipped_config_is_valid_and_starts_the_embedded_broker() -> None:
+    config = load_config(REPO / "config.toml")
+    assert config.embedded_broker
+    assert config.transport.samples_topic == "lagwatch.samples"
+    assert config.collect.interval_s == 15
+
+
+def test_unknown_key_is_named_with_its_file(tmp_path: Path) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("[collect]\nintreval_s = 5\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert "collect.intreval_s: unknown key" in str(err.value)
+    assert str(path) in str(err.value)
+
+
+def test_wrong_type_is_named() -> None:
+    with pytest.raises(ConfigError, match=r"collect\.interval_s"):
+        parse_config({"collect": {"interval_s": "often"}}, "x.toml", environ={})
+
+
+def test_bad_regex_is_named() -> None:
+    with pytest.raises(ConfigError, match=r"collect\.groups_allow.*bad regex"):
+        parse_config({"collect": {"groups_allow": ["("]}}, "x.toml", environ={})
+
+
+def test_secret_in_file_is_refused() -> None:
+    with pytest.raises(ConfigError, match=r"sasl\.password.*environment"):
+        parse_config({"cluster": {"client": {"sasl.password": "hunter2"}}}, "x.toml", environ={})
+
+
+def test_secrets_come_from_the_environment_and_security_passes_through() -> None:
+    config = parse_config(
+        {"cluster": {"bootstrap_servers": "k:9093", "client": {"security.protocol": "SASL_SSL"}}},
+        "x.toml",
+        environ={"LAGWATCH_CLUSTER_SASL_PASSWORD": "s3cret", "LAGWATCH_CLUSTER_SASL_USERNAME": "mon"},
+    )
+    from lagwatch.kafka import cluster_client_config
+
+    settings = cluster_client_config(config)
+    assert settings["sasl.password"] == "s3cret"
+    assert settings["sasl.username"] == "mon"
+    assert settings["security.protocol"] == "SASL_SSL"
+    assert settings["bootstrap.servers"] == "k:9093"
+
+
+def test_prometheus_target_needs_url() -> None:
+    with pytest.raises(ConfigError, match=r"jmx\.targets\.0.*url"):
+        parse_config({"jmx": {"targets": [{"broker": "1", "backend": "prometheus"}]}}, "x.toml", environ={})
+
+
+def test_timeout_longer_than_interval_is_refused() -> None:
+    with pytest.raises(ConfigError, match="timeout_s"):
+        parse_config({"collect": {"interval_s": 5, "timeout_s": 10}}, "x.toml", environ={})
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("[collect]\nintreval_s = 5\n", "collect.intreval_s: unknown key"),
+        ("[collect]\ninterval_s = 'often'\n", "collect.interval_s"),
+        ("[collect\n", "invalid TOML"),
+    ],
+)
+def test_cli_exits_2_with_a_message_and_no_traceback(tmp_path: Path, content: str, expected: str) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(content)
+    proc = subprocess.run(
+        [sys.executable, "-m", "lagwatch.cli", "--config", str(path), "collect", "--once"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert expected in proc.stderr
+    assert str(path) in proc.stderr
+    assert "Traceback" not in proc.stderr
