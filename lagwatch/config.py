@@ -86,6 +86,11 @@ class CollectConfig(_Model):
     admin_concurrency: int = Field(16, ge=1)
     #: Partitions per ListOffsets request.
     list_offsets_batch: int = Field(1000, ge=1)
+    #: Describe every collected group each cycle (state, member count). Costs one DescribeGroups
+    #: request per group; turn off on very large clusters if the cycle gets close to timeout_s.
+    describe_groups: bool = True
+    #: Groups per describe_consumer_groups call.
+    describe_groups_batch: int = Field(100, ge=1)
     #: Samples buffered in the producer before produce() blocks (backpressure, not loss).
     buffer_samples: int = Field(200_000, ge=100)
     #: Collector instances coordinate through this consumer group and topic (scale-out).
@@ -179,6 +184,12 @@ class SparkConfig(_Model):
     max_record_bytes: int = Field(65_536, ge=256)
     #: Extra Spark settings (spark.sql.shuffle.partitions defaults to the core count).
     conf: dict[str, str] = Field(default_factory=dict)
+    #: Python Kafka source: seconds per metadata request and retries before the job fails with the
+    #: bootstrap servers named (bounded, never a silent stall).
+    kafka_timeout_s: float = Field(10, gt=0)
+    kafka_retries: int = Field(2, ge=0)
+    #: Seconds between compaction/retention passes over the lake, run in the driver.
+    maintenance_interval_s: float = Field(60, gt=0)
 
 
 class LagConfig(_Model):
@@ -187,8 +198,23 @@ class LagConfig(_Model):
     window_s: float = Field(600, gt=0)
     #: Minimum (log_end_offset, ts) points before time lag is interpolated.
     min_history_points: int = Field(2, ge=2)
+    #: Most (log_end_offset, ts) points kept per partition; older points are thinned, not dropped.
+    history_points: int = Field(120, ge=4)
+    #: Observations in the commit window before STALL or WARN (lag rising) may be judged.
+    min_window_points: int = Field(3, ge=2)
     #: Per-group overrides: {"group-id" = {warn_lag = 1000, stop_after_s = 300}}.
+    #: Keys: warn_lag, warn_time_lag_s, stop_after_s (see spark_jobs/lag_status.py).
     group_thresholds: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+    @field_validator("group_thresholds")
+    @classmethod
+    def _known_threshold_keys(cls, groups: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
+        allowed = {"warn_lag", "warn_time_lag_s", "stop_after_s"}
+        for group, values in groups.items():
+            unknown = sorted(set(values) - allowed)
+            if unknown:
+                raise ValueError(f"group {group!r}: unknown threshold(s) {unknown}; allowed: {sorted(allowed)}")
+        return groups
 
 
 class DashboardConfig(_Model):
@@ -206,6 +232,10 @@ class AlertReceiver(_Model):
     #: Environment variable holding the HMAC secret for the signature header.
     secret_env: str | None = None
     timeout_s: float = Field(5, gt=0)
+    #: Extra HTTP headers sent with every delivery (e.g. an Authorization scheme the receiver wants).
+    headers: dict[str, str] = Field(default_factory=dict)
+    #: type = "alertmanager": re-push firing alerts this often (Alertmanager resolves alerts not re-pushed).
+    resend_s: float = Field(60, gt=0)
 
 
 class AlertRule(_Model):
@@ -224,6 +254,28 @@ class AlertRule(_Model):
     labels: dict[str, str] = Field(default_factory=dict)
     summary: str = ""
     description: str = ""
+    #: Lake table to read; empty: chosen from `metric` (lag_1m / group_status / pipeline_progress
+    #: column, "dead_letters", else a metric name in metrics_1m).
+    table: str = ""
+    #: metrics_* tables: which column of the window is compared (last | avg | min | max | rate_per_s | samples).
+    field: str = "last"
+    #: How series not named in `by` are combined into one value per `by` label set.
+    reduce: Literal["max", "min", "sum", "avg"] = "max"
+    #: kind = "status": fire when the status is at or above this level (OK<WARN<REWIND<STALL<STOP<ERR).
+    level: str = "STALL"
+    #: kind = "rate": change per second over this window; dead_letters: rows received in this window.
+    window: str = "5m"
+    #: How far back a series counts as current (empty: per-table default); absence: how long a
+    #: silent series is remembered.
+    lookback: str = ""
+
+
+class InhibitRule(_Model):
+    """Alertmanager-style inhibition: an active source alert mutes matching targets with equal labels."""
+
+    source_match: dict[str, str] = Field(default_factory=dict)
+    target_match: dict[str, str] = Field(default_factory=dict)
+    equal: list[str] = Field(default_factory=lambda: ["cluster"])
 
 
 class AlertsConfig(_Model):
@@ -236,6 +288,27 @@ class AlertsConfig(_Model):
     use_default_rules: bool = True
     receivers: list[AlertReceiver] = Field(default_factory=list)
     rules: list[AlertRule] = Field(default_factory=list)
+    #: Default inhibition: a down broker (category broker_down) mutes lag alerts of its cluster.
+    inhibit_rules: list[InhibitRule] = Field(
+        default_factory=lambda: [
+            InhibitRule(source_match={"category": "broker_down"}, target_match={"category": "lag"}),
+        ]
+    )
+    #: Metric names rules may use beyond the canonical ones (custom exporter metrics).
+    extra_metrics: list[str] = Field(default_factory=list)
+    #: Leadership among engines of one cluster: kafka (consumer group; if Kafka cannot be reached
+    #: at start the engine sends alone, logged), kafka_strict (never send without leadership), none.
+    leadership: Literal["kafka", "kafka_strict", "none"] = "kafka"
+    #: Single-partition topic whose partition 0 holder is the sending engine; empty: lagwatch.alerts.leader.<cluster>.
+    leader_topic: str = ""
+    leader_session_timeout_ms: int = Field(10_000, ge=1000)
+    #: Outbox retry backoff: first delay, cap, and age after which a notification is given up (failed).
+    retry_initial_s: float = Field(1, gt=0)
+    retry_max_s: float = Field(300, gt=0)
+    give_up_after_s: float = Field(86_400, gt=0)
+    #: Default rules' thresholds.
+    default_time_lag_threshold_s: float = Field(300, gt=0)
+    default_freshness_threshold_s: float = Field(60, gt=0)
 
 
 class DemoConfig(_Model):

@@ -25,6 +25,7 @@ pytest_plugins = [
     "tests.fixtures.jmx_double",
     "tests.fixtures.webhook_receiver",
     "tests.fixtures.kafka_workload",
+    "tests.fixtures.alertmanager",
 ]
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"

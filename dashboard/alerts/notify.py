@@ -1,0 +1,283 @@
+"""Alertmanager's notification semantics, as a state machine driven by an injectable clock.
+
+Per alert instance (rule + label set):  inactive → pending (condition true) → firing (true for
+`for`) → resolved (condition false). A pending alert whose condition clears is dropped.
+
+Per group ((receiver, values of `alerts.group_by`), like an Alertmanager route):
+- a new group waits `group_wait` before its first notification, so alerts that start together
+  arrive together;
+- afterwards it is looked at every `group_interval`: if an alert joined or resolved since the
+  last notification, it sends (kind "firing" or, when nothing fires any more, "resolved");
+- if nothing changed but alerts still fire, it re-sends after `repeat_interval` (kind "repeat");
+- after its resolved notification the group closes; the next alert opens a new incident.
+An incident is one such group episode: its key is stable for its lifetime and each
+notification gets the next sequence number.
+
+Silences and inhibition suppress firing alerts from notifications (the alert stays firing in
+the state and in `alert_events`). A resolved notification is still sent for an alert that was
+notified as firing before it was suppressed, so a receiver's open incident always closes.
+Inhibition is Alertmanager's: an active (pending or firing) source alert matching
+`source_match` mutes target alerts matching `target_match` with equal `equal` labels. Pending
+sources count so that lag pages stay quiet during the broker-down rule's own `for` time.
+Default: category=broker_down (rule on `up` by broker) mutes category=lag in the same cluster:
+we know a broker is down from its `up` sample, and while one is down, lag is expected on the
+partitions it led, and the broker page is the one that matters.
+
+With `alertmanager` receivers, Alertmanager does the grouping itself: such groups send at once,
+and re-send every `resend_s` so Alertmanager keeps the alerts alive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from dashboard.alerts.evaluate import Condition
+from dashboard.alerts.events import make_event
+from dashboard.alerts.receivers import AlertView, Notification
+from dashboard.alerts.rules import CompiledRule, parse_duration
+from dashboard.alerts.silences import Silence
+from lagwatch.config import AlertReceiver, AlertsConfig, InhibitRule
+
+
+def fingerprint(labels: dict[str, str]) -> str:
+    return hashlib.sha256(json.dumps(labels, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Timing:
+    group_wait_s: float
+    group_interval_s: float
+    repeat_interval_s: float
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A notification to enqueue, with its incident key and sequence number."""
+
+    notification: Notification
+    incident_key: str
+    seq: int
+
+
+def _matches(matchers: dict[str, str], labels: dict[str, str]) -> bool:
+    return all(labels.get(k) == v for k, v in matchers.items())
+
+
+class Notifier:
+    """Holds alert and group state (JSON-serialisable, persisted by the engine each cycle)."""
+
+    def __init__(self, alerts: AlertsConfig, rules: list[CompiledRule], external_url: str) -> None:
+        self._rules = {r.name: r for r in rules}
+        self._receivers: dict[str, AlertReceiver] = {r.name: r for r in alerts.receivers}
+        self._group_by = list(alerts.group_by)
+        self._inhibit: list[InhibitRule] = list(alerts.inhibit_rules)
+        self._timing = Timing(
+            parse_duration(alerts.group_wait, "alerts.group_wait"),
+            parse_duration(alerts.group_interval, "alerts.group_interval"),
+            parse_duration(alerts.repeat_interval, "alerts.repeat_interval"),
+        )
+        self._external_url = external_url
+        self.alerts: dict[str, dict[str, Any]] = {}
+        self.groups: dict[str, dict[str, Any]] = {}
+
+    # -- persistence ---------------------------------------------------------------------
+    def dump(self) -> dict[str, Any]:
+        return {"alerts": self.alerts, "groups": self.groups}
+
+    def load(self, state: dict[str, Any]) -> None:
+        self.alerts = dict(state.get("alerts", {}))
+        self.groups = dict(state.get("groups", {}))
+
+    # -- alert states ----------------------------------------------------------------------
+    def update(self, conditions: list[Condition], now: float, silences: list[Silence]) -> list[dict[str, Any]]:
+        """Advance every alert's state to `now`; return alert_events rows for what changed."""
+        events: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for condition in conditions:
+            fp = fingerprint(condition.labels)
+            seen.add(fp)
+            events += self._observe(fp, condition, now)
+        for fp in [fp for fp in self.alerts if fp not in seen]:
+            events += self._clear(fp, now)
+        events += self._suppress(now, silences)
+        return events
+
+    def _observe(self, fp: str, condition: Condition, now: float) -> list[dict[str, Any]]:
+        rule = condition.rule
+        alert = self.alerts.setdefault(
+            fp,
+            {
+                "rule": rule.name,
+                "labels": condition.labels,
+                "state": "pending",
+                "active_since": now,
+                "starts_at": None,
+                "suppressed": "",
+            },
+        )
+        alert["value"] = condition.value
+        alert["annotations"] = rule.render(condition.labels, condition.value, condition.extra)
+        if alert["state"] == "pending" and now - alert["active_since"] >= rule.for_s:
+            alert.update(state="firing", starts_at=now)
+            return [make_event("firing", now, alert["labels"], value=condition.value, identity=(now,))]
+        return []
+
+    def _clear(self, fp: str, now: float) -> list[dict[str, Any]]:
+        alert = self.alerts.pop(fp)
+        if alert["state"] != "firing":
+            return []
+        for group in self.groups.values():
+            if fp in group["notified"]:
+                group["resolved"][fp] = self._view(fp, alert, "resolved", ends_at=now)
+        return [make_event("resolved", now, alert["labels"], value=alert.get("value"), identity=(alert["starts_at"],))]
+
+    def _suppress(self, now: float, silences: list[Silence]) -> list[dict[str, Any]]:
+        """Mark firing alerts silenced or inhibited; record each transition once."""
+        events = []
+        for alert in self.alerts.values():
+            if alert["state"] != "firing":
+                continue
+            reason = self._silenced_by(alert["labels"], silences) or self._inhibited_by(alert["labels"])
+            if reason and reason != alert["suppressed"]:
+                event = "silenced" if reason.startswith("silence") else "inhibited"
+                events.append(
+                    make_event(
+                        event,
+                        now,
+                        alert["labels"],
+                        value=alert.get("value"),
+                        detail=reason,
+                        identity=(alert["starts_at"], reason),
+                    )
+                )
+            alert["suppressed"] = reason
+        return events
+
+    @staticmethod
+    def _silenced_by(labels: dict[str, str], silences: list[Silence]) -> str:
+        for silence in silences:
+            if silence.matches(labels):
+                return f"silence {silence.id} by {silence.created_by}: {silence.comment}"
+        return ""
+
+    def _inhibited_by(self, labels: dict[str, str]) -> str:
+        for rule in self._inhibit:
+            if not _matches(rule.target_match, labels):
+                continue
+            for source in self.alerts.values():
+                src = source["labels"]
+                if src is labels or not _matches(rule.source_match, src):
+                    continue
+                if all(src.get(k) == labels.get(k) for k in rule.equal):
+                    return f"inhibited by {src.get('alertname')} {json.dumps(src, sort_keys=True)}"
+        return ""
+
+    # -- groups and notifications ----------------------------------------------------------
+    def _timing_for(self, receiver: AlertReceiver) -> Timing:
+        if receiver.type == "alertmanager":
+            t = self._timing
+            return Timing(0.0, min(t.group_interval_s, receiver.resend_s), receiver.resend_s)
+        return self._timing
+
+    def _view(self, fp: str, alert: dict[str, Any], status: str, ends_at: float | None = None) -> dict[str, Any]:
+        return {
+            "status": status,
+            "labels": alert["labels"],
+            "annotations": alert.get("annotations", {}),
+            "starts_at": alert["starts_at"],
+            "ends_at": ends_at,
+            "fingerprint": fp,
+            "generator_url": f"{self._external_url}/alerts?alertname={alert['labels'].get('alertname', '')}",
+        }
+
+    def _route(self, now: float, skip_group_wait: bool) -> dict[str, list[str]]:
+        """Group id -> fingerprints of the visible firing alerts; opens groups as needed."""
+        members: dict[str, list[str]] = {gid: [] for gid in self.groups}
+        for fp, alert in sorted(self.alerts.items()):
+            if alert["state"] != "firing" or alert["suppressed"]:
+                continue
+            rule = self._rules.get(alert["rule"])
+            names = (rule.receivers if rule and rule.receivers else None) or tuple(self._receivers)
+            for name in names:
+                gid = self._open_group(name, alert["labels"], now, skip_group_wait)
+                members.setdefault(gid, []).append(fp)
+        return members
+
+    def _open_group(self, receiver: str, labels: dict[str, str], now: float, skip_group_wait: bool) -> str:
+        group_labels = {k: labels[k] for k in self._group_by if k in labels}
+        group_key = "{}:" + json.dumps(group_labels, sort_keys=True)
+        gid = hashlib.sha256(f"{receiver}|{group_key}".encode()).hexdigest()[:16]
+        if gid not in self.groups:
+            wait = 0.0 if skip_group_wait else self._timing_for(self._receivers[receiver]).group_wait_s
+            self.groups[gid] = {
+                "receiver": receiver,
+                "group_key": group_key,
+                "group_labels": group_labels,
+                "incident_key": hashlib.sha256(f"{receiver}|{group_key}|{now!r}".encode()).hexdigest()[:24],
+                "seq": 0,
+                "next_flush": now + wait,
+                "last_sent": None,
+                "notified": [],
+                "resolved": {},
+            }
+        return gid
+
+    def flush(self, now: float, skip_group_wait: bool = False) -> tuple[list[Outgoing], list[dict[str, Any]]]:
+        """Notifications due at `now` (and `repeat` events); closes groups that are done."""
+        outgoing: list[Outgoing] = []
+        events: list[dict[str, Any]] = []
+        for gid, firing in self._route(now, skip_group_wait).items():
+            group = self.groups[gid]
+            if group["receiver"] not in self._receivers:
+                del self.groups[gid]
+                continue
+            if now < group["next_flush"]:
+                continue
+            timing = self._timing_for(self._receivers[group["receiver"]])
+            group["next_flush"] = now + timing.group_interval_s
+            kind = self._due_kind(group, firing, now, timing)
+            if kind:
+                outgoing.append(self._notify(group, firing, kind, now))
+                if kind == "repeat":
+                    labels = {**group["group_labels"], "receiver": group["receiver"]}
+                    events.append(
+                        make_event(
+                            "repeat",
+                            now,
+                            labels,
+                            incident_key=group["incident_key"],
+                            seq=group["seq"],
+                            receiver=group["receiver"],
+                        )
+                    )
+            if not firing and not group["resolved"]:
+                del self.groups[gid]
+        return outgoing, events
+
+    @staticmethod
+    def _due_kind(group: dict[str, Any], firing: list[str], now: float, timing: Timing) -> str:
+        if set(firing) - set(group["notified"]) or group["resolved"]:
+            return "firing" if firing else "resolved"
+        if firing and group["last_sent"] is not None and now - group["last_sent"] >= timing.repeat_interval_s:
+            return "repeat"
+        return ""
+
+    def _notify(self, group: dict[str, Any], firing: list[str], kind: str, now: float) -> Outgoing:
+        views = [self._view(fp, self.alerts[fp], "firing") for fp in firing]
+        views += list(group["resolved"].values())
+        group["seq"] += 1
+        group.update(last_sent=now, notified=list(firing), resolved={})
+        notification = Notification(
+            receiver=group["receiver"],
+            group_key=group["group_key"],
+            group_labels=group["group_labels"],
+            status="firing" if firing else "resolved",
+            alerts=tuple(AlertView(**v) for v in views),
+            external_url=self._external_url,
+            kind=kind,
+            sent_at=now,
+        )
+        return Outgoing(notification, group["incident_key"], group["seq"])

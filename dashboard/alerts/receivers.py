@@ -1,0 +1,197 @@
+"""Receivers: turn a group notification into a request body, and send it.
+
+- webhook: Alertmanager's webhook format version 4, so receivers written for Alertmanager
+  (PagerDuty bridges, chat bots, ticket creators) work unchanged.
+- slack: a Slack-compatible incoming-webhook body ({"text", "attachments"}).
+- alertmanager: the alerts pushed to a real Alertmanager's POST /api/v2/alerts, which then
+  does its own grouping and routing. Firing alerts carry endsAt = now + 3 × resend_s, so an
+  engine that dies lets Alertmanager resolve them instead of paging forever.
+
+Every request carries X-Lagwatch-Incident-Key and X-Lagwatch-Sequence (stable across
+retries and restarts, so a receiver can drop a repeat) and, when the receiver's `secret_env`
+variable is set, X-Lagwatch-Signature: sha256=<hex HMAC-SHA256 of the body>.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import hmac
+import json
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from lagwatch.config import AlertReceiver
+
+INCIDENT_HEADER = "X-Lagwatch-Incident-Key"
+SEQUENCE_HEADER = "X-Lagwatch-Sequence"
+SIGNATURE_HEADER = "X-Lagwatch-Signature"
+#: Which engine sent (host-pid): with several engines, shows which one leads.
+SENDER_HEADER = "X-Lagwatch-Engine"
+ZERO_TIME = "0001-01-01T00:00:00Z"
+
+
+@dataclass(frozen=True)
+class AlertView:
+    """One alert as a notification shows it."""
+
+    status: str  # firing | resolved
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    starts_at: float
+    ends_at: float | None
+    fingerprint: str
+    generator_url: str
+
+
+@dataclass(frozen=True)
+class Notification:
+    """What a group sends at one flush: all its firing alerts plus newly resolved ones."""
+
+    receiver: str
+    group_key: str
+    group_labels: dict[str, str]
+    status: str
+    alerts: tuple[AlertView, ...]
+    external_url: str
+    kind: str  # firing | repeat | resolved (what made the group send)
+    sent_at: float
+
+
+def rfc3339(ts: float | None) -> str:
+    if ts is None:
+        return ZERO_TIME
+    return dt.datetime.fromtimestamp(ts, dt.UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _common(dicts: list[dict[str, str]]) -> dict[str, str]:
+    if not dicts:
+        return {}
+    first = dicts[0]
+    return {k: v for k, v in first.items() if all(d.get(k) == v for d in dicts[1:])}
+
+
+def webhook_body(n: Notification) -> dict[str, Any]:
+    """Alertmanager webhook payload, version 4."""
+    return {
+        "version": "4",
+        "groupKey": n.group_key,
+        "truncatedAlerts": 0,
+        "status": n.status,
+        "receiver": n.receiver,
+        "groupLabels": n.group_labels,
+        "commonLabels": _common([a.labels for a in n.alerts]),
+        "commonAnnotations": _common([a.annotations for a in n.alerts]),
+        "externalURL": n.external_url,
+        "alerts": [
+            {
+                "status": a.status,
+                "labels": a.labels,
+                "annotations": a.annotations,
+                "startsAt": rfc3339(a.starts_at),
+                "endsAt": rfc3339(a.ends_at),
+                "generatorURL": a.generator_url,
+                "fingerprint": a.fingerprint,
+            }
+            for a in n.alerts
+        ],
+    }
+
+
+def slack_body(n: Notification) -> dict[str, Any]:
+    firing = [a for a in n.alerts if a.status == "firing"]
+    name = n.group_labels.get("alertname") or n.alerts[0].labels.get("alertname", "alert")
+    title = f"[{n.status.upper()}{f':{len(firing)}' if firing else ''}] {name}"
+    attachments = [
+        {
+            "color": "danger" if a.status == "firing" else "good",
+            "title": f"{a.status}: {a.labels.get('alertname', '')}",
+            "text": a.annotations.get("summary") or ", ".join(f"{k}={v}" for k, v in sorted(a.labels.items())),
+            "fields": [{"title": k, "value": v, "short": True} for k, v in sorted(a.labels.items())],
+            "ts": int(a.starts_at),
+        }
+        for a in n.alerts
+    ]
+    return {"text": title, "attachments": attachments}
+
+
+def alertmanager_body(n: Notification, resend_s: float) -> list[dict[str, Any]]:
+    return [
+        {
+            "labels": a.labels,
+            "annotations": a.annotations,
+            "startsAt": rfc3339(a.starts_at),
+            "endsAt": rfc3339(a.ends_at if a.status == "resolved" else n.sent_at + 3 * resend_s),
+            "generatorURL": a.generator_url,
+        }
+        for a in n.alerts
+    ]
+
+
+def encode_body(receiver: AlertReceiver, n: Notification) -> bytes:
+    """The exact bytes sent (stored in the outbox so a re-delivery is byte-identical)."""
+    body: Any
+    if receiver.type == "slack":
+        body = slack_body(n)
+    elif receiver.type == "alertmanager":
+        body = alertmanager_body(n, receiver.resend_s)
+    else:
+        body = webhook_body(n)
+    return json.dumps(body, sort_keys=True).encode()
+
+
+def target_url(receiver: AlertReceiver) -> str:
+    if receiver.type == "alertmanager" and not receiver.url.rstrip("/").endswith("/api/v2/alerts"):
+        return receiver.url.rstrip("/") + "/api/v2/alerts"
+    return receiver.url
+
+
+def signature(secret: str, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def request_headers(receiver: AlertReceiver, body: bytes, incident_key: str, seq: int, sender: str) -> dict[str, str]:
+    headers = {
+        **receiver.headers,
+        "Content-Type": "application/json",
+        "User-Agent": "lagwatch-alerts",
+        INCIDENT_HEADER: incident_key,
+        SEQUENCE_HEADER: str(seq),
+        SENDER_HEADER: sender,
+    }
+    secret = os.environ.get(receiver.secret_env) if receiver.secret_env else None
+    if secret:
+        headers[SIGNATURE_HEADER] = signature(secret, body)
+    return headers
+
+
+class DeliveryError(Exception):
+    """A delivery failed; `permanent` means retrying the same request cannot succeed."""
+
+    def __init__(self, message: str, permanent: bool = False) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+
+
+def send(receiver: AlertReceiver, body: bytes, incident_key: str, seq: int, sender: str = "") -> int:
+    """POST once within the receiver's timeout; return the HTTP status or raise DeliveryError."""
+    request = urllib.request.Request(
+        target_url(receiver),
+        data=body,
+        method="POST",
+        headers=request_headers(receiver, body, incident_key, seq, sender),
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=receiver.timeout_s) as response:
+            response.read()
+            return int(response.status)
+    except urllib.error.HTTPError as exc:
+        # 408 and 429 are "try later"; other 4xx mean this request is wrong and stays wrong.
+        permanent = 400 <= exc.code < 500 and exc.code not in (408, 429)
+        raise DeliveryError(f"HTTP {exc.code} from {receiver.name}", permanent=permanent) from None
+    except (urllib.error.URLError, OSError, TimeoutError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise DeliveryError(f"{receiver.name} unreachable: {reason}") from None

@@ -1,0 +1,419 @@
+"""Compile `[[alerts.rules]]` into checked, ready-to-query rules, and ship the default rules.
+
+Why compile at start-up: a rule with a typo in its metric, duration or template would
+otherwise fail silently at 3 a.m. (no rows match, or the page has no text). Everything a rule
+names is checked here, and the ConfigError names the rule and the key.
+
+Status order (worst last): OK < WARN < REWIND < STALL < STOP < ERR. REWIND (offsets went back)
+is an anomaly worth a look but usually self-healing, so it ranks below a consumer that no
+longer moves (STALL) or no longer commits (STOP); ERR (the status could not be judged) is the
+most severe because nothing else about the group can be trusted.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from dataclasses import dataclass, field
+from typing import Any
+
+from lagwatch.config import AlertRule, AlertsConfig, ConfigError
+from lagwatch.lake import LABEL_COLUMNS, TABLES
+
+STATUS_ORDER: tuple[str, ...] = ("OK", "WARN", "REWIND", "STALL", "STOP", "ERR")
+
+#: Canonical metric names (DESIGN §2) plus the collectors' own health metrics. Custom
+#: exporter metrics are declared with `[alerts] extra_metrics`.
+CANONICAL_METRICS: frozenset[str] = frozenset(
+    {
+        "messages_in_total",
+        "bytes_in_total",
+        "bytes_out_total",
+        "bytes_rejected_total",
+        "failed_produce_requests_total",
+        "failed_fetch_requests_total",
+        "leader_elections_total",
+        "unclean_leader_elections_total",
+        "partition_count",
+        "leader_count",
+        "under_replicated_partitions",
+        "under_min_isr_partitions",
+        "offline_partitions",
+        "active_controller_count",
+        "request_handler_idle_ratio",
+        "network_processor_idle_ratio",
+        "isr_shrinks_total",
+        "isr_expands_total",
+        "log_end_offset",
+        "log_start_offset",
+        "committed_offset",
+        "consumer_lag",
+        "records_lag_max",
+        "records_consumed_rate",
+        "up",
+        "scrape_duration_seconds",
+        "collector_samples_produced_total",
+        "collector_samples_delivered_total",
+        "collector_samples_failed_total",
+        "collector_targets_assigned",
+    }
+)
+
+METRIC_TABLES = ("metrics_1m", "metrics_10s")
+METRIC_FIELDS = ("last", "avg", "min", "max", "first", "rate_per_s", "samples")
+DEAD_LETTERS = "dead_letters"
+
+
+@dataclass(frozen=True)
+class Source:
+    """How a lake table is read: its time column, numeric columns, and the columns of one series."""
+
+    table: str
+    time_column: str
+    numeric: tuple[str, ...]
+    series: tuple[str, ...]
+    default_lookback_s: float
+    has_status: bool = False
+
+
+#: Integer columns that identify rows rather than measure anything.
+_NOT_MEASURES = frozenset({"version", "partition", "source_partition", "source_offset", "batch_id"})
+
+
+def numeric_columns(table_name: str) -> tuple[str, ...]:
+    """Measures of a lake table, read from the lake contract so new columns are usable at once."""
+    return tuple(
+        name
+        for name, sql_type in TABLES[table_name].columns
+        if sql_type in ("DOUBLE", "BIGINT", "INTEGER") and name not in _NOT_MEASURES
+    )
+
+
+SOURCES: dict[str, Source] = {
+    "metrics_1m": Source("metrics_1m", "window_start", (), ("cluster", "source", *LABEL_COLUMNS), 180),
+    "metrics_10s": Source("metrics_10s", "window_start", (), ("cluster", "source", *LABEL_COLUMNS), 60),
+    "lag_1m": Source(
+        "lag_1m", "window_start", numeric_columns("lag_1m"), ("cluster", "group_id", "topic", "partition"), 180, True
+    ),
+    "group_status": Source(
+        "group_status", "updated_at", numeric_columns("group_status"), ("cluster", "group_id"), 600, True
+    ),
+    "pipeline_progress": Source(
+        "pipeline_progress", "ts", numeric_columns("pipeline_progress"), ("cluster", "query"), 300
+    ),
+    DEAD_LETTERS: Source(DEAD_LETTERS, "received_at", (), ("cluster", "source_topic", "source_partition"), 300),
+}
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_FIXED_TEMPLATE_FIELDS = ("alertname", "cluster", "severity", "category", "value", "threshold", "status", "reason")
+
+
+def parse_duration(text: str, where: str) -> float:
+    """ "90s", "2m", "1h30m", "0" -> seconds. Anything else is a ConfigError naming `where`."""
+    text = text.strip()
+    if text == "0":
+        return 0.0
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ConfigError(f'{where}: bad duration {text!r} (use e.g. "30s", "2m", "1h30m")')
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    """A rule ready to evaluate: resolved table, value column and durations in seconds."""
+
+    name: str
+    kind: str
+    source: Source
+    #: Metric name for metrics_* tables; None where `value_column` is a column of the table.
+    metric: str | None
+    value_column: str
+    by: tuple[str, ...]
+    op: str
+    threshold: float
+    for_s: float
+    reduce: str
+    level: str
+    window_s: float
+    lookback_s: float
+    severity: str
+    receivers: tuple[str, ...]
+    labels: dict[str, str] = field(hash=False)
+    summary: str = ""
+    description: str = ""
+
+    def render(self, labels: dict[str, str], value: float, extra: dict[str, Any]) -> dict[str, str]:
+        """Annotations for one alert instance (templates were checked at start-up)."""
+        values = _TemplateValues({**labels, **extra, "value": value, "threshold": self.threshold})
+        out = {}
+        for key, template in (("summary", self.summary), ("description", self.description)):
+            if template:
+                out[key] = template.format_map(values)
+        return out
+
+
+class _TemplateValues(dict):  # type: ignore[type-arg]
+    """A label absent from one instance renders empty rather than failing a notification."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+def status_rank(level: str) -> int:
+    return STATUS_ORDER.index(level)
+
+
+def _choose_source(rule: AlertRule) -> Source:
+    if rule.table:
+        if rule.table not in SOURCES:
+            raise ConfigError(f"alerts.rules '{rule.name}': table: unknown table {rule.table!r} ({', '.join(SOURCES)})")
+        return SOURCES[rule.table]
+    if rule.metric == DEAD_LETTERS:
+        return SOURCES[DEAD_LETTERS]
+    if rule.metric == "status":
+        by_partition = any(c in rule.by for c in ("topic", "partition"))
+        return SOURCES["lag_1m" if by_partition else "group_status"]
+    for name in ("lag_1m", "group_status", "pipeline_progress"):
+        if rule.metric in SOURCES[name].numeric:
+            return SOURCES[name]
+    return SOURCES["metrics_10s" if rule.kind == "absence" else "metrics_1m"]
+
+
+def _value_column(rule: AlertRule, source: Source, known_metrics: frozenset[str]) -> tuple[str | None, str]:
+    """(metric filter, value column) for the rule, or ConfigError naming the bad key."""
+    where = f"alerts.rules '{rule.name}'"
+    if source.table in METRIC_TABLES:
+        if rule.metric not in known_metrics:
+            raise ConfigError(
+                f"{where}: metric: unknown metric {rule.metric!r} (not a canonical metric, not a column of "
+                "lag_1m/group_status/pipeline_progress; declare custom metrics in [alerts] extra_metrics)"
+            )
+        if rule.field not in METRIC_FIELDS:
+            raise ConfigError(f"{where}: field: unknown field {rule.field!r} ({', '.join(METRIC_FIELDS)})")
+        return rule.metric, rule.field
+    if source.table == DEAD_LETTERS:
+        if rule.metric != DEAD_LETTERS:
+            raise ConfigError(f'{where}: metric: table dead_letters only offers metric "dead_letters"')
+        return None, "count"
+    if rule.metric == "status" and source.has_status:
+        return None, "status"
+    if rule.metric not in source.numeric:
+        raise ConfigError(
+            f"{where}: metric: {rule.metric!r} is not a numeric column of {source.table} ({', '.join(source.numeric)})"
+        )
+    return None, rule.metric
+
+
+def _check_kind(rule: AlertRule, source: Source, value_column: str) -> None:
+    where = f"alerts.rules '{rule.name}'"
+    if rule.kind == "status":
+        if value_column != "status":
+            raise ConfigError(f'{where}: kind "status" needs metric = "status" (lag_1m or group_status)')
+        if rule.level not in STATUS_ORDER:
+            raise ConfigError(f"{where}: level: unknown status {rule.level!r} ({' < '.join(STATUS_ORDER)})")
+    elif value_column == "status":
+        raise ConfigError(f'{where}: metric "status" is text: use kind = "status" with level = "…"')
+    if rule.kind == "rate" and source.table == DEAD_LETTERS:
+        return
+    allowed_by = set(source.series) - {"source"}
+    for label in rule.by:
+        if label not in allowed_by:
+            labels = ", ".join(sorted(allowed_by))
+            raise ConfigError(f"{where}: by: {label!r} is not a label of {source.table} ({labels})")
+
+
+def _check_template(rule: AlertRule, key: str, template: str) -> None:
+    """Every {field} must be a label the instance carries; the format spec must work on a sample."""
+    allowed = {*_FIXED_TEMPLATE_FIELDS, *rule.by, *rule.labels}
+    where = f"alerts.rules '{rule.name}': {key}"
+    try:
+        parsed = list(string.Formatter().parse(template))
+    except ValueError as exc:
+        raise ConfigError(f"{where}: bad template {template!r}: {exc}") from None
+    sample: dict[str, Any] = {name: "x" for name in allowed}
+    sample.update(value=1.0, threshold=1.0)
+    for _, field_name, _, _ in parsed:
+        if field_name is None:
+            continue
+        if field_name not in allowed:
+            raise ConfigError(
+                f"{where}: template field {{{field_name}}} is unknown (available: {', '.join(sorted(allowed))})"
+            )
+    try:
+        template.format_map(sample)
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise ConfigError(f"{where}: bad template {template!r}: {exc}") from None
+
+
+def category_of(rule: AlertRule, source: Source) -> str:
+    """The `category` label inhibition matches on, unless the rule sets its own."""
+    if source.table in ("lag_1m", "group_status"):
+        return "lag"
+    if source.table in ("pipeline_progress", DEAD_LETTERS):
+        return "pipeline"
+    if rule.metric == "up" and "broker" in rule.by:
+        return "broker_down"
+    return "kafka"
+
+
+def compile_rule(rule: AlertRule, known_metrics: frozenset[str], receiver_names: set[str]) -> CompiledRule:
+    where = f"alerts.rules '{rule.name}'"
+    source = _choose_source(rule)
+    metric, value_column = _value_column(rule, source, known_metrics)
+    _check_kind(rule, source, value_column)
+    for key in ("summary", "description"):
+        _check_template(rule, key, getattr(rule, key))
+    unknown = [r for r in rule.receivers if r not in receiver_names]
+    if unknown:
+        raise ConfigError(f"{where}: receivers: unknown receiver(s) {unknown} (configured: {sorted(receiver_names)})")
+    for_s = parse_duration(rule.for_, f"{where}: for")
+    window_s = parse_duration(rule.window, f"{where}: window")
+    if rule.lookback:
+        lookback_s = parse_duration(rule.lookback, f"{where}: lookback")
+    elif rule.kind == "absence":
+        lookback_s = max(3600.0, 10 * for_s)
+    else:
+        lookback_s = source.default_lookback_s
+    if source.table == DEAD_LETTERS:
+        lookback_s = window_s  # the value is the count of rows received within the window
+    elif rule.kind == "rate":
+        lookback_s = max(lookback_s, window_s)
+    return CompiledRule(
+        name=rule.name,
+        kind=rule.kind,
+        source=source,
+        metric=metric,
+        value_column=value_column,
+        by=tuple(rule.by),
+        op=rule.op,
+        threshold=rule.threshold,
+        for_s=for_s,
+        reduce=rule.reduce,
+        level=rule.level,
+        window_s=window_s,
+        lookback_s=lookback_s,
+        severity=rule.severity,
+        receivers=tuple(rule.receivers),
+        labels={"category": category_of(rule, source), **rule.labels},
+        summary=rule.summary,
+        description=rule.description,
+    )
+
+
+def default_rules(alerts: AlertsConfig) -> list[AlertRule]:
+    """The rules every Kafka operator wants on day one (documented in docs/alerts.md)."""
+    rows: list[dict[str, Any]] = [
+        dict(
+            name="UnderReplicatedPartitions",
+            metric="under_replicated_partitions",
+            by=["broker"],
+            op=">",
+            threshold=0,
+            **{"for": "1m"},
+            summary="Broker {broker} has {value:.0f} under-replicated partitions",
+        ),
+        dict(
+            name="OfflinePartitions",
+            metric="offline_partitions",
+            reduce="sum",
+            op=">",
+            threshold=0,
+            severity="critical",
+            summary="{value:.0f} partitions are offline in cluster {cluster}",
+        ),
+        dict(
+            name="ActiveControllerCount",
+            metric="active_controller_count",
+            reduce="sum",
+            op="!=",
+            threshold=1,
+            severity="critical",
+            **{"for": "1m"},
+            summary="Cluster {cluster} has {value:.0f} active controllers (expected 1)",
+        ),
+        dict(
+            name="BrokerDown",
+            metric="up",
+            by=["broker"],
+            op="==",
+            threshold=0,
+            severity="critical",
+            **{"for": "1m"},
+            summary="Broker {broker} does not answer its scrape",
+        ),
+        dict(
+            name="LeaderElectionSpike",
+            metric="leader_elections_total",
+            field="rate_per_s",
+            reduce="sum",
+            op=">",
+            threshold=0.05,
+            summary="Leader elections at {value:.2f}/s in cluster {cluster}",
+        ),
+        dict(
+            name="ConsumerGroupStalled",
+            kind="status",
+            metric="status",
+            by=["group_id"],
+            level="STALL",
+            summary="Consumer group {group_id} is {status}: {reason}",
+        ),
+        dict(
+            name="ConsumerTimeLagHigh",
+            metric="max_time_lag_s",
+            by=["group_id"],
+            op=">",
+            threshold=alerts.default_time_lag_threshold_s,
+            **{"for": "2m"},
+            summary="Consumer group {group_id} is {value:.0f} s behind",
+        ),
+        dict(
+            name="DeadLettersGrowing",
+            metric=DEAD_LETTERS,
+            op=">",
+            threshold=0,
+            window="5m",
+            summary="{value:.0f} malformed records went to dead_letters in the last 5 minutes",
+        ),
+        dict(
+            name="PipelineStale",
+            metric="freshness_s",
+            op=">",
+            threshold=alerts.default_freshness_threshold_s,
+            summary="Lake data is {value:.0f} s behind (query {query})",
+            by=["query"],
+        ),
+        dict(
+            name="PipelineProgressMissing",
+            kind="absence",
+            metric="freshness_s",
+            table="pipeline_progress",
+            by=["query"],
+            **{"for": "5m"},
+            summary="Spark query {query} reported no progress for {value:.0f} s",
+        ),
+    ]
+    return [AlertRule.model_validate(row) for row in rows]
+
+
+def compile_rules(alerts: AlertsConfig) -> list[CompiledRule]:
+    """Every configured (and default) rule, compiled; the first problem raises ConfigError."""
+    receiver_names = [r.name for r in alerts.receivers]
+    duplicates = sorted({n for n in receiver_names if receiver_names.count(n) > 1})
+    if duplicates:
+        raise ConfigError(f"alerts.receivers: duplicate receiver name(s) {duplicates}")
+    for key in ("group_wait", "group_interval", "repeat_interval"):
+        parse_duration(getattr(alerts, key), f"alerts.{key}")
+    configured = list(alerts.rules)
+    names = {r.name for r in configured}
+    if alerts.use_default_rules:
+        configured += [r for r in default_rules(alerts) if r.name not in names]
+    seen: set[str] = set()
+    for rule in configured:
+        if rule.name in seen:
+            raise ConfigError(f"alerts.rules: duplicate rule name {rule.name!r}")
+        seen.add(rule.name)
+    known = CANONICAL_METRICS | frozenset(alerts.extra_metrics)
+    return [compile_rule(rule, known, set(receiver_names)) for rule in configured]
