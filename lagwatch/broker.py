@@ -23,6 +23,17 @@ log = logging.getLogger(__name__)
 TANSU_PRODUCER_SETTINGS = {"batch.num.messages": "1"}
 
 
+def _die_with_parent() -> None:
+    """Linux: the broker gets SIGTERM when its launcher dies, even by kill -9 (no orphan broker)."""
+    try:
+        import ctypes
+
+        pr_set_pdeathsig = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+    except OSError:
+        pass
+
+
 class BrokerError(RuntimeError):
     """The embedded broker could not be started."""
 
@@ -91,7 +102,9 @@ class EmbeddedBroker:
         ]
         output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         started = time.monotonic()
-        self._process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True)
+        self._process = subprocess.Popen(
+            command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
+        )
         if output is not subprocess.DEVNULL:
             output.close()
         while time.monotonic() - started < timeout_s:

@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Callable
@@ -213,9 +214,11 @@ def run_status(config: Config, args: argparse.Namespace) -> int:
 
 def run_broker(config: Config, args: argparse.Namespace) -> int:
     """Run the embedded broker alone (handy for a second terminal or a quick experiment)."""
-    signals = {signal.SIGINT, signal.SIGTERM}
-    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
     with EmbeddedBroker() as broker:
         print(f"tansu broker on {broker.bootstrap_servers} (Ctrl-C stops it)", flush=True)
-        signal.sigwait(signals)
+        while not stop.wait(0.5):
+            pass
     return 0
