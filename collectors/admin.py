@@ -1,0 +1,246 @@
+"""The admin collector: one cycle reads the cluster through the Kafka Admin API.
+
+Per cycle, within `collect.timeout_s`: cluster metadata; log-end offsets of every allowed
+partition (batched ListOffsets); the group list; committed offsets of every allowed group
+(OffsetFetch, many in flight); consumer lag from the end and committed offsets of this very
+cycle; and, if `collect.describe_groups`, each group's state and member count. The rules
+that turn readings into samples are in :mod:`collectors.admin_samples`; the concurrent
+request machinery in :mod:`collectors.admin_requests`.
+
+Failure model: a cluster that does not return metadata within the timeout is a failed scrape
+(`ok=False`, up = 0). Anything after that (a group whose offsets fail, a partition whose end
+offset errors, requests still running at the deadline) is a per-metric error: the rest of the
+cycle still counts. One AdminClient is kept across cycles (connections and coordinator
+lookups are cached by librdkafka).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any
+
+from confluent_kafka import ConsumerGroupState, KafkaException
+from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, ListConsumerGroupsResult
+
+from collectors.admin_requests import (
+    KeyedReads,
+    committed_groups,
+    describe_groups,
+    error_text,
+    read_committed_offsets,
+    read_end_offsets,
+    request_timeout,
+)
+from collectors.admin_samples import (
+    SOURCE,
+    LagCounts,
+    NameFilter,
+    cluster_samples,
+    end_offset_samples,
+    group_offset_samples,
+    group_state_samples,
+)
+from collectors.base import SampleFactory, ScrapeResult
+from lagwatch.config import Config
+from lagwatch.kafka import cluster_client_config
+from lagwatch.samples import Sample
+
+log = logging.getLogger(__name__)
+
+#: Per-metric errors kept word for word in one ScrapeResult; the rest are counted.
+MAX_ERROR_LINES = 20
+
+
+class ErrorList:
+    """Errors of one cycle: the first few in full, then a count (5,000 failed groups ≠ 5,000 lines)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.more = 0
+
+    def add(self, line: str) -> None:
+        if len(self.lines) < MAX_ERROR_LINES:
+            self.lines.append(line)
+        else:
+            self.more += 1
+
+    def result(self) -> list[str]:
+        return [*self.lines, f"… and {self.more} more errors"] if self.more else list(self.lines)
+
+
+class AdminCollector:
+    """Collector protocol for one cluster's Admin API (target name ``admin@<cluster>``)."""
+
+    def __init__(self, config: Config) -> None:
+        self._config = config
+        self._topic_allowed = NameFilter(config.collect.topics_allow, config.collect.topics_deny)
+        self._group_allowed = NameFilter(config.collect.groups_allow, config.collect.groups_deny)
+        self._admin: AdminClient | None = None
+        self._busy = threading.Lock()
+
+    @property
+    def name(self) -> str:
+        return f"admin@{self._config.cluster.name}"
+
+    @property
+    def source(self) -> str:
+        return SOURCE
+
+    @property
+    def labels(self) -> dict[str, str | None]:
+        return {}
+
+    def close(self) -> None:
+        self._admin = None  # librdkafka closes the client's connections when it is collected
+
+    def _client(self) -> AdminClient:
+        if self._admin is None:
+            settings = {**cluster_client_config(self._config), "logger": logging.getLogger(f"{__name__}.librdkafka")}
+            self._admin = AdminClient(settings)
+        return self._admin
+
+    def collect(self, ts_ms: int, make: SampleFactory) -> ScrapeResult:
+        if not self._busy.acquire(blocking=False):
+            return ScrapeResult(self.name, ok=False, errors=["the previous admin cycle is still running"])
+        try:
+            return self._cycle(ts_ms, make, time.monotonic() + self._config.collect.timeout_s)
+        finally:
+            self._busy.release()
+            if self._admin is not None:
+                self._admin.poll(0)  # hands librdkafka's queued log lines to the logger
+
+    def _cycle(self, ts: int, make: SampleFactory, deadline: float) -> ScrapeResult:
+        started = time.monotonic()
+        try:
+            admin = self._client()
+        except KafkaException as exc:  # an invalid librdkafka property in [cluster] client
+            return ScrapeResult(
+                self.name, ok=False, errors=[f"admin client from [cluster] settings: {error_text(exc)}"]
+            )
+        try:
+            metadata = admin.list_topics(timeout=request_timeout(deadline))
+        except KafkaException as exc:
+            servers = self._config.cluster.bootstrap_servers
+            return ScrapeResult(self.name, ok=False, errors=[f"no cluster metadata from {servers}: {error_text(exc)}"])
+        cycle = _Cycle(admin, ts, make, deadline)
+        listed = admin.list_consumer_groups(request_timeout=request_timeout(deadline))  # runs while we read ends
+        samples = cluster_samples(metadata, self._topic_allowed, ts, make)
+        partitions = [
+            (topic, partition)
+            for topic, topic_meta in metadata.topics.items()
+            if self._topic_allowed(topic)
+            for partition in topic_meta.partitions
+        ]
+        ends = self._end_offsets(cycle, partitions)
+        samples.extend(end_offset_samples(ends, ts, make))
+        listings = self._group_listings(cycle, listed)
+        samples.extend(self._group_offsets(cycle, sorted(listings), ends))
+        samples.extend(self._group_states(cycle, listings))
+        cycle.log_summary(self.name, len(partitions), len(listings), time.monotonic() - started)
+        return ScrapeResult(self.name, ok=True, samples=samples, errors=cycle.errors.result())
+
+    def _end_offsets(self, cycle: _Cycle, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        collect = self._config.collect
+        ends = read_end_offsets(
+            cycle.admin, partitions, collect.list_offsets_batch, collect.admin_concurrency, cycle.deadline
+        )
+        for (topic, partition), error in ends.errors.items():
+            cycle.errors.add(f"log_end_offset {topic}[{partition}]: {error}")
+        if ends.unfinished:
+            cycle.errors.add(f"log_end_offset: {ends.unfinished} partition(s) not answered within the timeout")
+        return {key: info.offset for key, info in ends.answers.items()}
+
+    def _group_listings(self, cycle: _Cycle, listed: Future[Any]) -> dict[str, ConsumerGroupState | None]:
+        """Allowed group ids with the state ListGroups reported (None where it did not)."""
+        try:
+            result: ListConsumerGroupsResult = listed.result(timeout=max(0.0, cycle.deadline - time.monotonic()))
+        except Exception as exc:  # KafkaException, or TimeoutError at the deadline
+            cycle.errors.add(f"list_consumer_groups: {error_text(exc)}")
+            return {}
+        for error in result.errors or []:
+            cycle.errors.add(f"list_consumer_groups: {error_text(error)}")
+        return {
+            listing.group_id: _known_state(listing.state)
+            for listing in result.valid or []
+            if self._group_allowed(listing.group_id)
+        }
+
+    def _group_offsets(self, cycle: _Cycle, group_ids: list[str], ends: dict[tuple[str, int], int]) -> list[Sample]:
+        """Committed offsets and lag, turned into samples as each group's answer arrives."""
+        reads = read_committed_offsets(cycle.admin, group_ids, self._config.collect.admin_concurrency, cycle.deadline)
+        samples: list[Sample] = []
+        for group in committed_groups(reads):
+            if group.error is not None:
+                cycle.errors.add(f"committed_offset group {group.group_id}: {group.error}")
+                continue
+            samples.extend(
+                group_offset_samples(
+                    group.group_id,
+                    group.partitions,
+                    ends,
+                    self._topic_allowed,
+                    cycle.ts,
+                    cycle.make,
+                    cycle.counts,
+                )
+            )
+        for line in cycle.counts.partition_errors:
+            cycle.errors.add(f"committed_offset {line}")
+        if reads.unfinished:
+            cycle.errors.add(f"committed_offset: {len(reads.unfinished)} group(s) not answered within the timeout")
+        return samples
+
+    def _group_states(self, cycle: _Cycle, listings: dict[str, ConsumerGroupState | None]) -> list[Sample]:
+        """State from DescribeGroups when enabled (it also has the members), else from ListGroups."""
+        collect = self._config.collect
+        described: KeyedReads[str, ConsumerGroupDescription] = KeyedReads()
+        if collect.describe_groups and listings:
+            described = describe_groups(
+                cycle.admin, sorted(listings), collect.describe_groups_batch, collect.admin_concurrency, cycle.deadline
+            )
+            for group_id, error in described.errors.items():
+                cycle.errors.add(f"consumer_group_state group {group_id}: {error}")
+            if described.unfinished:
+                cycle.errors.add(
+                    f"consumer_group_state: {described.unfinished} group(s) not described within the timeout"
+                )
+        samples: list[Sample] = []
+        for group_id, listed_state in listings.items():
+            description = described.answers.get(group_id)
+            state = _known_state(description.state) if description is not None else None
+            members = len(description.members or []) if description is not None else None
+            samples.extend(group_state_samples(group_id, state or listed_state, members, cycle.ts, cycle.make))
+        return samples
+
+
+def _known_state(state: object) -> ConsumerGroupState | None:
+    """UNKNOWN (or a missing field, as in ListGroups before v4) means the broker did not say."""
+    return state if isinstance(state, ConsumerGroupState) and state != ConsumerGroupState.UNKNOWN else None
+
+
+@dataclass
+class _Cycle:
+    """What one collect() call shares between its steps."""
+
+    admin: AdminClient
+    ts: int
+    make: SampleFactory
+    deadline: float
+    errors: ErrorList = field(default_factory=ErrorList)
+    counts: LagCounts = field(default_factory=LagCounts)
+
+    def log_summary(self, name: str, partitions: int, groups: int, duration_s: float) -> None:
+        counts = self.counts
+        log.debug(
+            "%s: %d partitions, %d groups in %.2f s (partitions without commit %d, without end offset %d)",
+            name, partitions, groups, duration_s, counts.no_commit, counts.no_end_offset,
+        )  # fmt: skip
+        if counts.negative:
+            log.warning(
+                "%s: %d partition(s) with committed offset beyond the log end (consumer_lag_negative = 1, no lag)",
+                name, counts.negative,
+            )  # fmt: skip

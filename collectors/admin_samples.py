@@ -1,0 +1,167 @@
+"""What the admin collector's readings mean as samples (pure functions, no I/O).
+
+Kept apart from the requests so the rules an operator relies on can be read and tested on
+their own:
+
+- Cluster-wide counts (`broker_count`, `controller_id`, per-broker `partition_count` /
+  `leader_count`, cluster `under_replicated_partitions` / `offline_partitions`) cover every
+  partition, internal topics included, like the brokers' own JMX gauges. Per-topic gauges
+  (`topic_partitions`, per-topic `under_replicated_partitions`) follow the topic filter.
+- `consumer_lag` = log-end offset − committed offset, both read in the same cycle (DESIGN §2).
+  A partition without a committed offset (OFFSET_INVALID, -1001) has no lag: nothing was
+  consumed yet, and inventing one (from the log start?) would be a guess. A negative value
+  (committed beyond the end the broker just reported: a reset log, or a commit racing our
+  ListOffsets) is a data-quality event: no `consumer_lag`, a `consumer_lag_negative` = 1 gauge
+  for that partition instead.
+- `consumer_group_state` codes: see :data:`GROUP_STATE_CODES`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from confluent_kafka import ConsumerGroupState, TopicPartition
+from confluent_kafka.admin import ClusterMetadata
+
+from collectors.base import SampleFactory
+from lagwatch.samples import Sample
+
+SOURCE = "admin"
+MAX_CACHED_NAMES = 200_000
+
+#: consumer_group_state gauge value per Kafka group state (documented in docs/metrics.md).
+GROUP_STATE_CODES: dict[ConsumerGroupState, int] = {
+    ConsumerGroupState.UNKNOWN: 0,
+    ConsumerGroupState.EMPTY: 1,
+    ConsumerGroupState.STABLE: 2,
+    ConsumerGroupState.PREPARING_REBALANCING: 3,
+    ConsumerGroupState.COMPLETING_REBALANCING: 4,
+    ConsumerGroupState.DEAD: 5,
+}
+
+
+class NameFilter:
+    """allow/deny regexes for topic or group names (searched: anchor with ^ and $); answers cached per name."""
+
+    def __init__(self, allow: list[str], deny: list[str]) -> None:
+        self._allow = re.compile("|".join(f"(?:{p})" for p in allow)) if allow else None
+        self._deny = re.compile("|".join(f"(?:{p})" for p in deny)) if deny else None
+        self._seen: dict[str, bool] = {}
+
+    def __call__(self, name: str) -> bool:
+        known = self._seen.get(name)
+        if known is None:
+            if len(self._seen) >= MAX_CACHED_NAMES:  # short-lived group ids must not grow it forever
+                self._seen.clear()
+            allowed = self._allow is not None and self._allow.search(name) is not None
+            known = allowed and not (self._deny is not None and self._deny.search(name) is not None)
+            self._seen[name] = known
+        return known
+
+
+def cluster_samples(metadata: ClusterMetadata, topic_allowed: NameFilter, ts: int, make: SampleFactory) -> list[Sample]:
+    """Brokers, controller, partitions and leaders per broker, replication health."""
+
+    def gauge(metric: str, value: float, **labels: str | None) -> Sample:
+        return make(ts=ts, source=SOURCE, metric=metric, kind="gauge", value=value, **labels)
+
+    replicas_per_broker: Counter[int] = Counter()
+    leaders_per_broker: Counter[int] = Counter()
+    under_replicated = offline = 0
+    samples = [gauge("broker_count", len(metadata.brokers))]
+    if metadata.controller_id >= 0:
+        samples.append(gauge("controller_id", metadata.controller_id))
+    for topic, topic_meta in metadata.topics.items():
+        topic_under_replicated = 0
+        for partition in topic_meta.partitions.values():
+            replicas_per_broker.update(partition.replicas)
+            if partition.leader >= 0:
+                leaders_per_broker[partition.leader] += 1
+            else:
+                offline += 1
+            if len(partition.isrs) < len(partition.replicas):
+                topic_under_replicated += 1
+        under_replicated += topic_under_replicated
+        if topic_allowed(topic):
+            samples.append(gauge("topic_partitions", len(topic_meta.partitions), topic=topic))
+            samples.append(gauge("under_replicated_partitions", topic_under_replicated, topic=topic))
+    for broker in sorted(set(metadata.brokers) | set(replicas_per_broker)):
+        samples.append(gauge("partition_count", replicas_per_broker[broker], broker=str(broker)))
+        samples.append(gauge("leader_count", leaders_per_broker[broker], broker=str(broker)))
+    samples.append(gauge("under_replicated_partitions", under_replicated))
+    samples.append(gauge("offline_partitions", offline))
+    return samples
+
+
+def end_offset_samples(offsets: dict[tuple[str, int], int], ts: int, make: SampleFactory) -> list[Sample]:
+    return [
+        make(ts=ts, source=SOURCE, metric="log_end_offset", kind="counter", value=end, topic=topic, partition=partition)
+        for (topic, partition), end in offsets.items()
+    ]
+
+
+@dataclass
+class LagCounts:
+    """What one cycle skipped and why, for the log line and the tests."""
+
+    no_commit: int = 0
+    no_end_offset: int = 0
+    negative: int = 0
+    partition_errors: list[str] = field(default_factory=list)
+
+
+def group_offset_samples(
+    group_id: str,
+    partitions: list[TopicPartition],
+    ends: dict[tuple[str, int], int],
+    topic_allowed: NameFilter,
+    ts: int,
+    make: SampleFactory,
+    counts: LagCounts,
+) -> list[Sample]:
+    """committed_offset and consumer_lag per partition of one group (see module doc for the rules)."""
+
+    def sample(metric: str, kind: str, value: float, topic: str, partition: int) -> Sample:
+        return make(ts=ts, source=SOURCE, metric=metric, kind=kind, value=value,
+                    topic=topic, partition=partition, group_id=group_id)  # fmt: skip
+
+    samples: list[Sample] = []
+    for tp in partitions:
+        topic, partition, committed = tp.topic, tp.partition, tp.offset
+        if not topic_allowed(topic):
+            continue
+        if tp.error is not None:
+            counts.partition_errors.append(f"group {group_id} {topic}[{partition}]: {tp.error.str()}")
+            continue
+        if committed < 0:  # OFFSET_INVALID (-1001): no commit for this partition
+            counts.no_commit += 1
+            continue
+        samples.append(sample("committed_offset", "counter", committed, topic, partition))
+        end = ends.get((topic, partition))
+        if end is None:
+            counts.no_end_offset += 1
+        elif end >= committed:
+            samples.append(sample("consumer_lag", "gauge", end - committed, topic, partition))
+        else:
+            counts.negative += 1
+            samples.append(sample("consumer_lag_negative", "gauge", 1, topic, partition))
+    return samples
+
+
+def group_state_samples(
+    group_id: str, state: ConsumerGroupState | None, members: int | None, ts: int, make: SampleFactory
+) -> list[Sample]:
+    """State code and member count, each only when the broker reported it."""
+    samples = []
+    if state is not None:
+        code = GROUP_STATE_CODES.get(state, 0)
+        samples.append(
+            make(ts=ts, source=SOURCE, metric="consumer_group_state", kind="gauge", value=code, group_id=group_id)
+        )
+    if members is not None:
+        samples.append(
+            make(ts=ts, source=SOURCE, metric="consumer_group_members", kind="gauge", value=members, group_id=group_id)
+        )
+    return samples

@@ -1,0 +1,219 @@
+"""Admin collector against the real tansu broker: offsets, lag, groups, filters, failure.
+
+tansu workarounds (DESIGN §6), arranged here and not in the product: records are produced one
+per batch (the `kafka` fixture does that) so ListOffsets "latest" is exact, and the consuming
+group uses session.timeout.ms = 6000 because a tansu group join takes about half of it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from collectors.admin import AdminCollector
+from collectors.admin_samples import GROUP_STATE_CODES
+from collectors.base import SampleFactory, ScrapeResult
+from lagwatch.broker import EmbeddedBroker, free_port
+from lagwatch.config import Config, parse_config
+from tests.fixtures.kafka_workload import KafkaWorkload
+
+MAKE = SampleFactory(cluster="test", collector="test-instance")
+PRODUCED = {0: 334, 1: 333, 2: 333}
+
+
+def collect_once(config: Config) -> ScrapeResult:
+    collector = AdminCollector(config)
+    try:
+        return collector.collect(1_700_000_000_000, MAKE)
+    finally:
+        collector.close()
+
+
+def values(result: ScrapeResult, metric: str, **labels: Any) -> dict[tuple[Any, ...], float]:
+    """metric's samples keyed by (group_id, topic, partition), restricted to the given labels."""
+    return {
+        (s.group_id, s.topic, s.partition): s.value
+        for s in result.samples
+        if s.metric == metric and all(getattr(s, k) == v for k, v in labels.items())
+    }
+
+
+def consume_and_commit(bootstrap: str, group_id: str, topic: str, count: int) -> tuple[Consumer, dict[int, int]]:
+    """A real group member consumes exactly `count` records, commits them, and stays in the group."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "session.timeout.ms": 6000,  # tansu: join takes about half of this (DESIGN §6)
+        }
+    )
+    consumer.subscribe([topic])
+    next_offsets: dict[int, int] = {}
+    consumed = 0
+    give_up = time.monotonic() + 60  # a bound on the wait, not a timed assertion
+    while consumed < count:
+        assert time.monotonic() < give_up, f"consumed only {consumed} of {count} records"
+        for message in consumer.consume(num_messages=count - consumed, timeout=1.0):
+            assert message.error() is None, message.error()
+            next_offsets[message.partition()] = message.offset() + 1
+            consumed += 1
+    # Every assigned partition gets a commit: one the consumer has not read from yet commits 0.
+    committed = {tp.partition: next_offsets.get(tp.partition, 0) for tp in consumer.assignment()}
+    consumer.commit(offsets=[TopicPartition(topic, p, o) for p, o in committed.items()], asynchronous=False)
+    return consumer, committed
+
+
+@pytest.mark.slow
+def test_lag_per_partition_is_exact_and_sums_to_600(
+    make_config: Callable[..., Config], kafka: KafkaWorkload, broker: EmbeddedBroker, unique: Callable[[str], str]
+) -> None:
+    topic, group = unique("lag-topic"), unique("lag-group")
+    kafka.create_topic(topic, 3)
+    kafka.produce(topic, PRODUCED)
+    consumer, committed = consume_and_commit(broker.bootstrap_servers, group, topic, 400)
+    try:
+        result = collect_once(make_config())
+    finally:
+        consumer.close()
+
+    assert result.ok, result.errors
+    assert sum(committed.values()) == 400
+    ends = values(result, "log_end_offset", topic=topic)
+    assert ends == {(None, topic, p): float(n) for p, n in PRODUCED.items()}
+    lags = values(result, "consumer_lag", group_id=group)
+    assert lags == {(group, topic, p): float(PRODUCED[p] - committed[p]) for p in PRODUCED}
+    assert sum(lags.values()) == 600
+    assert values(result, "committed_offset", group_id=group) == {
+        (group, topic, p): float(o) for p, o in committed.items()
+    }
+
+
+def test_empty_group_is_reported_with_exact_lag_and_state(
+    make_config: Callable[..., Config], kafka: KafkaWorkload, unique: Callable[[str], str]
+) -> None:
+    topic, group = unique("empty-topic"), unique("empty-group")
+    kafka.create_topic(topic, 3)
+    kafka.produce(topic, {0: 10, 1: 20, 2: 30})
+    kafka.commit(group, topic, {0: 4, 1: 20, 2: 1})  # committed without ever joining: no members
+
+    result = collect_once(make_config())
+
+    assert result.ok, result.errors
+    assert values(result, "consumer_lag", group_id=group) == {
+        (group, topic, 0): 6.0,
+        (group, topic, 1): 0.0,
+        (group, topic, 2): 29.0,
+    }
+    assert values(result, "committed_offset", group_id=group) == {
+        (group, topic, 0): 4.0,
+        (group, topic, 1): 20.0,
+        (group, topic, 2): 1.0,
+    }
+    states = values(result, "consumer_group_state", group_id=group)
+    assert set(states.values()) <= set(GROUP_STATE_CODES.values()) and len(states) == 1
+
+
+def test_groups_and_topics_denied_by_regex_are_not_reported(
+    make_config: Callable[..., Config], kafka: KafkaWorkload, unique: Callable[[str], str]
+) -> None:
+    topic, hidden_topic = unique("seen-topic"), unique("hidden-topic")
+    kept, denied = unique("kept-group"), unique("denied-group")
+    for name in (topic, hidden_topic):
+        kafka.create_topic(name, 2)
+        kafka.produce(name, {0: 5, 1: 5})
+    kafka.commit(kept, topic, {0: 2, 1: 3})
+    kafka.commit(kept, hidden_topic, {0: 1})
+    kafka.commit(denied, topic, {0: 1, 1: 1})
+
+    result = collect_once(make_config(collect={"groups_deny": [f"^{denied}$"], "topics_deny": ["^__", "^hidden-"]}))
+
+    assert result.ok, result.errors
+    reported_groups = {s.group_id for s in result.samples if s.group_id}
+    reported_topics = {s.topic for s in result.samples if s.topic}
+    assert kept in reported_groups and denied not in reported_groups
+    assert topic in reported_topics and hidden_topic not in reported_topics
+    assert values(result, "consumer_lag", group_id=kept) == {(kept, topic, 0): 3.0, (kept, topic, 1): 2.0}
+
+
+def test_committed_offset_beyond_the_log_end_is_a_data_quality_event(
+    make_config: Callable[..., Config], kafka: KafkaWorkload, unique: Callable[[str], str]
+) -> None:
+    topic, group = unique("rewound-topic"), unique("ahead-group")
+    kafka.create_topic(topic, 2)
+    kafka.produce(topic, {0: 5, 1: 5})
+    kafka.commit(group, topic, {0: 50, 1: 2})
+
+    result = collect_once(make_config())
+
+    assert values(result, "consumer_lag", group_id=group) == {(group, topic, 1): 3.0}
+    assert values(result, "consumer_lag_negative", group_id=group) == {(group, topic, 0): 1.0}
+    assert values(result, "committed_offset", group_id=group)[(group, topic, 0)] == 50.0
+
+
+def test_cluster_metadata_counts_partitions_and_leaders(
+    make_config: Callable[..., Config], kafka: KafkaWorkload, unique: Callable[[str], str]
+) -> None:
+    topic = unique("meta-topic")
+    kafka.create_topic(topic, 4)
+
+    result = collect_once(make_config())
+
+    assert result.ok, result.errors
+    by_metric: dict[str, list[Any]] = {}
+    for s in result.samples:
+        by_metric.setdefault(s.metric, []).append(s)
+    assert [s.value for s in by_metric["broker_count"]] == [1.0]
+    assert len(by_metric["controller_id"]) == 1
+    assert values(result, "topic_partitions", topic=topic) == {(None, topic, None): 4.0}
+    per_broker = {s.broker: s.value for s in by_metric["partition_count"]}
+    leaders = {s.broker: s.value for s in by_metric["leader_count"]}
+    total_partitions = sum(s.value for s in by_metric["topic_partitions"])
+    assert len(per_broker) == 1 and next(iter(per_broker.values())) >= total_partitions >= 4
+    assert leaders == per_broker  # one broker: it leads every partition it holds
+    cluster_wide = [s.value for s in by_metric["under_replicated_partitions"] if s.topic is None]
+    assert cluster_wide == [0.0] and [s.value for s in by_metric["offline_partitions"]] == [0.0]
+
+
+@pytest.mark.timeout(60)
+def test_unreachable_cluster_fails_the_scrape_without_raising() -> None:
+    closed = f"127.0.0.1:{free_port()}"  # nothing listens there
+    config = parse_config(
+        {"cluster": {"name": "gone", "bootstrap_servers": closed}, "collect": {"interval_s": 2, "timeout_s": 1}},
+        environ={},
+    )
+
+    result = collect_once(config)
+
+    assert not result.ok
+    assert result.samples == []
+    assert len(result.errors) == 1 and closed in result.errors[0]
+
+
+def test_bad_client_setting_fails_the_scrape_with_the_property_named(make_config: Callable[..., Config]) -> None:
+    config = make_config(cluster={"client": {"no.such.property": "1"}})
+
+    result = collect_once(config)
+
+    assert not result.ok
+    assert len(result.errors) == 1 and "no.such.property" in result.errors[0]
+
+
+def test_describe_groups_off_sends_no_member_counts_but_keeps_the_lag(
+    make_config: Callable[..., Config], kafka: KafkaWorkload, unique: Callable[[str], str]
+) -> None:
+    topic, group = unique("quiet-topic"), unique("quiet-group")
+    kafka.create_topic(topic, 1)
+    kafka.produce(topic, {0: 8})
+    kafka.commit(group, topic, {0: 3})
+
+    result = collect_once(make_config(collect={"describe_groups": False}))
+
+    assert result.ok, result.errors
+    assert values(result, "consumer_lag", group_id=group) == {(group, topic, 0): 5.0}
+    assert values(result, "consumer_group_members") == {}
