@@ -1,0 +1,237 @@
+"""The whole stack as `make run` starts it: `lagwatch up` with the demo workload.
+
+Within a bounded time the slow group must be WARN with time lag rising and the stopped group
+STOP, each with its reason; an alert for the slow group must reach a real webhook receiver;
+the dashboard (real chromium) must show those statuses, and its numbers must match a DuckDB
+query over the lake and the offsets the demo committed on the broker. Ctrl-C must stop every
+process. The lag window is shortened (40 s) so STOP is reached in about a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from lagwatch.broker import free_port
+from lagwatch.lake import connect_readonly
+from tests.fixtures.webhook_receiver import WebhookReceiver
+
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+UP_TIMEOUT_S = 300
+STATUS_TIMEOUT_S = 300
+SLOW, STOPPED = "orders-analytics", "payments-archiver"
+
+
+def _config(tmp_path: Path, receiver: WebhookReceiver) -> tuple[Path, int]:
+    dashboard_port, sim_port = free_port(), free_port()
+    text = f"""
+[cluster]
+name = "e2e"
+[collect]
+interval_s = 2
+timeout_s = 2
+coordination_group = "e2e-collectors"
+[[jmx.targets]]
+broker = "sim-1"
+backend = "prometheus"
+url = "http://127.0.0.1:{sim_port}/metrics"
+[lake]
+path = "lake"
+duckdb_path = "lagwatch.duckdb"
+[spark]
+trigger_s = 2
+checkpoint_dir = "state/checkpoints"
+watermark_s = 10
+[lag]
+window_s = 40
+[dashboard]
+port = {dashboard_port}
+[demo]
+rate = 30
+jmx_sim_port = {sim_port}
+[alerts]
+evaluate_every_s = 2
+group_wait = "1s"
+group_interval = "5s"
+use_default_rules = false
+state_dir = "state/alerts"
+[[alerts.receivers]]
+name = "test"
+type = "webhook"
+url = "{receiver.url}"
+[[alerts.rules]]
+name = "ConsumerGroupLagging"
+kind = "status"
+metric = "status"
+level = "WARN"
+by = ["group_id"]
+severity = "warning"
+receivers = ["test"]
+summary = "group {{group_id}} is lagging"
+"""
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return path, dashboard_port
+
+
+def _latest_status(tmp_path: Path) -> dict[str, tuple[str, str, int, float | None]]:
+    con = connect_readonly(tmp_path / "lake", tmp_path / "lagwatch.duckdb")
+    try:
+        rows = con.execute(
+            "SELECT group_id, status, reason, total_lag, max_time_lag_s FROM group_status "
+            "QUALIFY row_number() OVER (PARTITION BY group_id ORDER BY updated_at DESC) = 1"
+        ).fetchall()
+    finally:
+        con.close()
+    return {g: (s, r, int(lag or 0), t) for g, s, r, lag, t in rows}
+
+
+def _time_lag_history(tmp_path: Path, group: str) -> list[float]:
+    con = connect_readonly(tmp_path / "lake", tmp_path / "lagwatch.duckdb")
+    try:
+        rows = con.execute(
+            "SELECT window_start, max(time_lag_s) FROM lag_1m WHERE group_id = ? AND time_lag_s IS NOT NULL "
+            "GROUP BY window_start ORDER BY window_start",
+            [group],
+        ).fetchall()
+    finally:
+        con.close()
+    return [float(t) for _, t in rows]
+
+
+def _lake_committed_total(tmp_path: Path, group: str) -> int:
+    con = connect_readonly(tmp_path / "lake", tmp_path / "lagwatch.duckdb")
+    try:
+        (total,) = con.execute(
+            "SELECT sum(committed_offset) FROM lag_1m WHERE group_id = ? "
+            "AND window_start = (SELECT max(window_start) FROM lag_1m WHERE group_id = ?)",
+            [group, group],
+        ).fetchone()
+    finally:
+        con.close()
+    return int(total or 0)
+
+
+def _committed_total(bootstrap: str, group: str, topic: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
+        offsets = consumer.committed([TopicPartition(topic, p) for p in partitions], timeout=10)
+        return sum(max(0, tp.offset) for tp in offsets)
+    finally:
+        consumer.close()
+
+
+def _wait_for_line(process: subprocess.Popen[str], pattern: str, timeout_s: float, seen: list[str]) -> re.Match[str]:
+    deadline = time.monotonic() + timeout_s
+    assert process.stdout is not None
+    os.set_blocking(process.stdout.fileno(), False)
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if line:
+            seen.append(line)
+            match = re.search(pattern, line)
+            if match:
+                return match
+        elif process.poll() is not None:
+            break
+        else:
+            time.sleep(0.2)
+    raise AssertionError(f"no line matching {pattern!r}; output so far:\n{''.join(seen)}")
+
+
+@pytest.mark.slow
+def test_make_run_stack_judges_groups_alerts_and_shows_it(
+    tmp_path: Path, webhook_receiver: WebhookReceiver, artifacts_dir: Path
+) -> None:
+    config, dashboard_port = _config(tmp_path, webhook_receiver)
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lagwatch.cli", "--config", str(config), "up"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output: list[str] = []
+    try:
+        bootstrap = _wait_for_line(process, r"broker (\S+) ready", 60, output).group(1)
+        _wait_for_line(process, r"Lagwatch is up", UP_TIMEOUT_S, output)
+        up_s = time.monotonic() - started
+
+        deadline = time.monotonic() + STATUS_TIMEOUT_S
+        status: dict[str, tuple[str, str, int, float | None]] = {}
+        while time.monotonic() < deadline:
+            status = _latest_status(tmp_path)
+            if status.get(SLOW, ("",))[0] == "WARN" and status.get(STOPPED, ("",))[0] == "STOP":
+                break
+            time.sleep(3)
+        judged_s = time.monotonic() - started
+        assert status.get(SLOW, ("",))[0] == "WARN", status
+        assert status[SLOW][1].startswith("WARN"), status[SLOW]
+        assert status.get(STOPPED, ("",))[0] == "STOP", status
+        assert re.match(r"STOP: no commit for \S+ > window 40s", status[STOPPED][1]), status[STOPPED]
+        history = _time_lag_history(tmp_path, SLOW)
+        assert len(history) >= 2 and history[-1] > history[0], history  # time lag rising
+
+        # An alert for the slow group reached the real receiver.
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any(SLOW in r.body.decode() for r in webhook_receiver.received()):
+            time.sleep(1)
+        payloads = [r.json() for r in webhook_receiver.received()]
+        slow_alerts = [a for p in payloads for a in p["alerts"] if a["labels"].get("group_id") == SLOW]
+        assert slow_alerts and slow_alerts[0]["status"] == "firing", payloads
+        alerted_s = time.monotonic() - started
+
+        # The lake agrees with the broker: the stopped group's committed offsets no longer move, so
+        # the newest lag_1m window must hold exactly what the demo committed.
+        broker_committed = _committed_total(bootstrap, STOPPED, "demo.payments")
+        assert broker_committed > 0
+        assert _lake_committed_total(tmp_path, STOPPED) == broker_committed
+
+        _check_dashboard(dashboard_port, tmp_path, artifacts_dir)
+        print(f"\ne2e timings: up {up_s:.0f} s, WARN+STOP judged {judged_s:.0f} s, alert {alerted_s:.0f} s")
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(120)
+        finally:
+            if process.poll() is None:
+                process.kill()
+    assert process.returncode == 0, "".join(output)
+    state = tmp_path / "state" / "stack.json"
+    assert not state.exists()
+    leftovers = subprocess.run(["pgrep", "-f", str(config)], capture_output=True, text=True).stdout.split()
+    assert leftovers == [], f"processes left behind: {leftovers}"
+
+
+def _check_dashboard(port: int, tmp_path: Path, artifacts_dir: Path) -> None:
+    """The groups page shows each group's status and reason as the lake has them."""
+    from playwright.sync_api import sync_playwright
+
+    status = _latest_status(tmp_path)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            for group in (SLOW, STOPPED):
+                page.goto(f"http://127.0.0.1:{port}/groups?group={group}&range=1h")
+                tile = page.get_by_test_id("stMetric").filter(has_text="Status").first
+                tile.wait_for(timeout=60_000)
+                shown = tile.get_by_test_id("stMetricValue").inner_text().strip()
+                assert shown == status[group][0], (group, shown, status[group])
+                page.get_by_text("Reason: ").first.wait_for(timeout=60_000)
+                assert page.get_by_test_id("stException").count() == 0
+                page.screenshot(path=str(artifacts_dir / f"e2e-groups-{group}.png"), full_page=True)
+        finally:
+            browser.close()
+    (artifacts_dir / "e2e-status.json").write_text(json.dumps(status, indent=1, default=str))
