@@ -1,0 +1,51 @@
+"""Streamlit entry point: sidebar (cluster, time range) and the page navigation.
+
+The pages live in `dashboard/views/`, not `pages/`: Streamlit treats a `pages/` folder next to
+the entry script as the old automatic multipage mode, which runs a page deep-linked by URL
+without this script (so without the sidebar), fighting `st.navigation`.
+
+`lagwatch dashboard` runs `streamlit run dashboard/app.py` with $LAGWATCH_CONFIG set. The
+sidebar widgets write their choice to the URL's query parameters, which each page reads
+(`dashboard.ui.scope`), so a copied link reproduces the view.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import streamlit as st
+
+# `streamlit run dashboard/app.py` puts dashboard/ on sys.path, not the project root.
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from dashboard import queries, state, ui  # noqa: E402
+
+PAGES = [
+    st.Page("views/overview.py", title="Overview", icon=":material/monitor_heart:", default=True),
+    st.Page("views/brokers.py", title="Brokers", icon=":material/dns:"),
+    st.Page("views/topics.py", title="Topics", icon=":material/topic:"),
+    st.Page("views/groups.py", title="Consumer groups", icon=":material/groups:"),
+    st.Page("views/alerts.py", title="Alerts", icon=":material/notifications_active:"),
+    st.Page("views/sql.py", title="SQL", icon=":material/database_search:"),
+    st.Page("views/pipeline.py", title="Pipeline", icon=":material/conveyor_belt:"),
+]
+
+
+@ui.guarded
+def _known_clusters(lake: queries.Lake) -> list[str]:
+    return [] if ui.lake_is_empty(lake) else queries.clusters(lake)
+
+
+def main() -> None:
+    st.set_page_config(page_title="Lagwatch", page_icon=":material/monitor_heart:", layout="wide")
+    navigation = st.navigation(PAGES)
+    ctx = ui.context()
+    st.sidebar.title("Lagwatch")
+    state.sidebar_scope(_known_clusters(ctx.lake) or [], ctx.config.cluster.name)
+    navigation.run()
+
+
+main()

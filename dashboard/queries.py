@@ -1,0 +1,477 @@
+"""Every SQL statement the dashboard runs, and the page loaders that bundle them.
+
+Why one module: the pages only render DataFrames, so the benchmark (`bench/bench_dashboard.py`)
+times exactly what a page runs by calling the same `PAGE_LOADERS`, and all SQL sits in one
+place to review for safety. Rules kept here:
+
+- Every loader opens its own read-only connection (`lagwatch.lake.connect_readonly`) and
+  closes it before returning: nothing is held across Streamlit reruns, so the pipeline and
+  other readers are never blocked.
+- Values from the operator (cluster, group, topic, time range) reach DuckDB only as bound
+  parameters (`$name`); the SQL text is constant.
+- Queries are shaped for the newest-wins views: a filter on a key column (time, cluster,
+  metric, labels) is pushed below the dedupe into the Parquet scan, so "current" values read
+  only a short slice at the end of the range instead of deduping seven days. Tables whose key
+  lacks the time column are read through their `<table>_since(start)` macro for the same reason.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from lagwatch import lake as lakelib
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from lagwatch.config import Config
+
+#: "Current" values come from this slice at the end of the range (a few collect cycles).
+LATEST_LOOKBACK = dt.timedelta(minutes=10)
+#: Per-entity state (group status, scrape targets, collectors) is looked up over this slice, so
+#: an entity that went silent minutes ago still shows (as silent) without scanning 7 days.
+RECENT_LOOKBACK = dt.timedelta(hours=1)
+#: Time series are bucketed so a chart never carries more points than this per series.
+MAX_POINTS = 400
+
+BROKER_RATE_METRICS = ("messages_in_total", "bytes_in_total", "bytes_out_total")
+HEALTH_METRICS = (
+    "up",
+    "active_controller_count",
+    "under_replicated_partitions",
+    "offline_partitions",
+    "under_min_isr_partitions",
+    "partition_count",
+    "leader_count",
+    "request_handler_avg_idle_percent",
+    "network_processor_avg_idle_percent",
+)
+IDLE_METRICS = ("request_handler_avg_idle_percent", "network_processor_avg_idle_percent")
+HEARTBEAT_METRICS = (
+    "collector_samples_produced_total",
+    "collector_samples_delivered_total",
+    "collector_samples_failed_total",
+    "collector_targets_assigned",
+)
+
+
+@dataclass(frozen=True)
+class Lake:
+    """Where the lake and its views file are (resolved against the config file's folder)."""
+
+    path: Path
+    duckdb_path: Path
+
+    @classmethod
+    def from_config(cls, config: Config) -> Lake:
+        return cls(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What every page shows: one cluster over [start, end) (aware UTC datetimes)."""
+
+    cluster: str
+    start: dt.datetime
+    end: dt.datetime
+
+    @property
+    def bucket_s(self) -> int:
+        """Chart bucket: whole minutes, at most MAX_POINTS buckets over the range."""
+        seconds = (self.end - self.start).total_seconds()
+        return max(60, math.ceil(seconds / MAX_POINTS / 60) * 60)
+
+    @property
+    def latest_start(self) -> dt.datetime:
+        return max(self.start, self.end - LATEST_LOOKBACK)
+
+    @property
+    def recent_start(self) -> dt.datetime:
+        return max(self.start, self.end - RECENT_LOOKBACK)
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "start": self.start,
+            "end": self.end,
+            "latest_start": self.latest_start,
+            "recent_start": self.recent_start,
+            "bucket_s": self.bucket_s,
+        }
+
+
+@contextmanager
+def session(lake: Lake) -> Iterator[duckdb.DuckDBPyConnection]:
+    """A read-only connection for one loader; always closed, even when a query fails."""
+    con = lakelib.connect_readonly(lake.path, lake.duckdb_path)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
+_PARAM = re.compile(r"\$([a-z_]+)")
+
+
+def run(con: duckdb.DuckDBPyConnection, sql: str, **values: Any) -> pd.DataFrame:
+    """Execute `sql` binding only the `$names` it uses (DuckDB rejects unused ones)."""
+    used = set(_PARAM.findall(sql))
+    missing = used - values.keys()
+    if missing:
+        raise KeyError(f"query needs parameters {sorted(missing)}")
+    return con.execute(sql, {k: v for k, v in values.items() if k in used}).df()
+
+
+# ---------------------------------------------------------------------------------------
+# SQL. Every filter on a view uses key columns so it is pushed into the Parquet scan.
+
+_IN_RANGE = "cluster = $cluster AND window_start >= $start AND window_start < $end"
+_IN_LATEST = "cluster = $cluster AND window_start >= $latest_start AND window_start < $end"
+_IN_RECENT = "cluster = $cluster AND window_start >= $recent_start AND window_start < $end"
+_BUCKET = "time_bucket(to_seconds($bucket_s), window_start)"
+
+SQL_CLUSTERS = "SELECT DISTINCT cluster FROM group_status UNION SELECT DISTINCT cluster FROM pipeline_progress"
+
+SQL_BROKER_GAUGES = f"""
+SELECT metric, broker, arg_max("last", window_start) AS value, max(window_end) AS seen
+FROM metrics_1m
+WHERE {_IN_LATEST} AND source IN ('jmx', 'prom') AND broker IS NOT NULL AND topic IS NULL
+  AND metric IN {HEALTH_METRICS}
+GROUP BY ALL ORDER BY metric, broker
+"""
+
+#: One scan for every per-broker chart: meter rates, election increases, idle ratios.
+SQL_BROKER_SERIES = f"""
+SELECT {_BUCKET} AS time, broker, metric, avg(rate_per_s) AS rate_per_s, avg(avg) AS value,
+       sum(rate_per_s * epoch(window_end - window_start)) AS increase
+FROM metrics_1m
+WHERE {_IN_RANGE} AND source IN ('jmx', 'prom') AND broker IS NOT NULL AND topic IS NULL
+  AND metric IN ({", ".join(repr(m) for m in (*BROKER_RATE_METRICS, "leader_elections_total", *IDLE_METRICS))})
+GROUP BY ALL ORDER BY time
+"""
+
+SQL_CLUSTER_RATES = f"""
+WITH per_window AS (
+  SELECT window_start, metric, sum(rate_per_s) AS rate_per_s
+  FROM metrics_1m
+  WHERE {_IN_RANGE} AND source IN ('jmx', 'prom') AND broker IS NOT NULL AND topic IS NULL
+    AND metric IN {BROKER_RATE_METRICS}
+  GROUP BY ALL
+)
+SELECT {_BUCKET} AS time, metric, avg(rate_per_s) AS rate_per_s FROM per_window GROUP BY ALL ORDER BY time
+"""
+
+SQL_SCRAPE_HEALTH = f"""
+SELECT source, broker, client_id,
+       arg_max("last", window_start) FILTER (WHERE metric = 'up') AS up,
+       avg(avg) FILTER (WHERE metric = 'up') AS up_ratio_1h,
+       arg_max("last", window_start) FILTER (WHERE metric = 'scrape_duration_seconds') AS scrape_duration_s,
+       max(window_end) AS last_seen
+FROM metrics_1m
+WHERE {_IN_RECENT} AND metric IN ('up', 'scrape_duration_seconds') AND source IN ('jmx', 'prom', 'admin', 'probe')
+GROUP BY ALL ORDER BY source, broker, client_id
+"""
+
+SQL_GROUPS_LATEST = """
+SELECT group_id, status, reason, rule, total_lag, max_lag, max_time_lag_s, partitions, topics, updated_at
+FROM group_status
+WHERE cluster = $cluster AND updated_at >= $recent_start AND updated_at < $end
+QUALIFY row_number() OVER (PARTITION BY group_id ORDER BY updated_at DESC) = 1
+"""
+
+SQL_GROUP_RATES_LATEST = f"""
+WITH latest AS (
+  SELECT group_id, topic, partition,
+         arg_max(consume_rate, window_start) AS consume_rate,
+         arg_max(produce_rate, window_start) AS produce_rate,
+         arg_max(eta_s, window_start) AS eta_s
+  FROM lag_1m WHERE {_IN_LATEST}
+  GROUP BY ALL
+)
+SELECT group_id, sum(consume_rate) AS consume_rate, sum(produce_rate) AS produce_rate, max(eta_s) AS eta_s
+FROM latest GROUP BY group_id
+"""
+
+SQL_TOPIC_GROUPS_LATEST = f"""
+WITH latest AS (
+  SELECT group_id, topic, partition,
+         arg_max(lag, window_start) AS lag, arg_max(time_lag_s, window_start) AS time_lag_s,
+         arg_max(status, window_start) AS status
+  FROM lag_1m WHERE {_IN_LATEST}
+  GROUP BY ALL
+)
+SELECT topic, group_id, sum(lag) AS total_lag, max(lag) AS max_lag, max(time_lag_s) AS max_time_lag_s,
+       string_agg(DISTINCT status, ', ' ORDER BY status) AS statuses
+FROM latest GROUP BY ALL ORDER BY topic, total_lag DESC
+"""
+
+SQL_TOPIC_RATES_LATEST = f"""
+WITH per_window AS (
+  SELECT window_start, topic, metric, sum(rate_per_s) AS rate_per_s
+  FROM metrics_1m
+  WHERE {_IN_LATEST} AND source IN ('jmx', 'prom') AND topic IS NOT NULL AND metric IN {BROKER_RATE_METRICS}
+  GROUP BY ALL
+)
+SELECT topic, metric, avg(rate_per_s) AS rate_per_s FROM per_window GROUP BY ALL
+"""
+
+#: End offsets at the start and at the end of the range (two short slices, not the whole range).
+SQL_TOPIC_OFFSETS = """
+WITH edges AS (
+  SELECT topic, partition,
+         arg_min("first", window_start) FILTER (WHERE window_start < $start + INTERVAL 10 MINUTE) AS first_offset,
+         arg_max("last", window_start) FILTER (WHERE window_start >= $latest_start) AS last_offset
+  FROM metrics_1m
+  WHERE cluster = $cluster AND metric = 'log_end_offset' AND source = 'admin' AND topic IS NOT NULL
+    AND ((window_start >= $start AND window_start < $start + INTERVAL 10 MINUTE)
+         OR (window_start >= $latest_start AND window_start < $end))
+  GROUP BY ALL
+)
+SELECT topic, count(*) AS partitions, sum(last_offset) AS end_offset,
+       sum(last_offset) - sum(first_offset) AS growth
+FROM edges GROUP BY topic ORDER BY topic
+"""
+
+#: One scan for both charts of a topic: summed rates of the meters and the summed end offset.
+SQL_TOPIC_SERIES = f"""
+WITH per_window AS (
+  SELECT window_start, metric, sum(rate_per_s) AS rate_per_s, sum("last") AS end_offset
+  FROM metrics_1m
+  WHERE {_IN_RANGE} AND topic = $topic AND source IN ('jmx', 'prom', 'admin')
+    AND metric IN ('log_end_offset', {", ".join(repr(m) for m in BROKER_RATE_METRICS)})
+  GROUP BY ALL
+)
+SELECT {_BUCKET} AS time, metric, avg(rate_per_s) AS rate_per_s, max(end_offset) AS end_offset
+FROM per_window GROUP BY ALL ORDER BY time
+"""
+
+#: One scan for the drill-down: per bucket and partition; the page sums partitions itself.
+SQL_GROUP_PARTITIONS = f"""
+WITH per_window AS (
+  SELECT window_start, topic || '/' || partition AS topic_partition, lag, time_lag_s, consume_rate, produce_rate
+  FROM lag_1m WHERE {_IN_RANGE} AND group_id = $group
+)
+SELECT {_BUCKET} AS time, topic_partition, max(lag) AS lag, max(time_lag_s) AS time_lag_s,
+       avg(consume_rate) AS consume_rate, avg(produce_rate) AS produce_rate
+FROM per_window GROUP BY ALL ORDER BY time, topic_partition
+"""
+
+SQL_GROUP_STATUS_HISTORY = """
+SELECT updated_at AS time, status, reason, total_lag
+FROM group_status
+WHERE cluster = $cluster AND updated_at >= $start AND updated_at < $end AND group_id = $group
+ORDER BY time
+"""
+
+SQL_ALERT_EVENTS = """
+SELECT ts, event, alertname, severity, incident_key, seq, labels, value, receiver, detail
+FROM alert_events_since($start) WHERE cluster = $cluster AND ts < $end
+ORDER BY ts DESC
+"""
+
+#: An incident fires until its newest state event says resolved (deliveries are not states).
+SQL_ALERTS_FIRING = """
+SELECT alertname, severity, incident_key, labels, value, ts AS since_or_last
+FROM alert_events
+WHERE cluster = $cluster AND event IN ('firing', 'repeat', 'resolved')
+QUALIFY row_number() OVER (PARTITION BY incident_key ORDER BY ts DESC, seq DESC) = 1 AND event <> 'resolved'
+ORDER BY ts DESC
+"""
+
+SQL_PIPELINE_LATEST = """
+SELECT query, batch_id, ts, input_rows_per_s, processed_rows_per_s, batch_duration_ms, watermark, freshness_s
+FROM pipeline_progress_since($latest_start)
+WHERE cluster = $cluster AND ts < $end
+QUALIFY row_number() OVER (PARTITION BY query ORDER BY ts DESC) = 1
+ORDER BY query
+"""
+
+SQL_PIPELINE_SERIES = """
+SELECT time_bucket(to_seconds($bucket_s), ts) AS time, query,
+       avg(input_rows_per_s) AS input_rows_per_s, avg(processed_rows_per_s) AS processed_rows_per_s,
+       avg(batch_duration_ms) AS batch_duration_ms, max(freshness_s) AS freshness_s
+FROM pipeline_progress_since($start)
+WHERE cluster = $cluster AND ts < $end
+GROUP BY ALL ORDER BY time
+"""
+
+SQL_HEARTBEATS = f"""
+SELECT client_id AS collector, metric, arg_max("last", window_start) AS value,
+       avg(rate_per_s) AS rate_per_s, max(window_end) AS last_seen
+FROM metrics_1m
+WHERE {_IN_RECENT} AND source = 'heartbeat' AND metric IN {HEARTBEAT_METRICS}
+GROUP BY ALL ORDER BY collector, metric
+"""
+
+SQL_DEAD_LETTER_COUNTS = """
+SELECT error, source_topic, count(*) AS records, min(received_at) AS first_seen, max(received_at) AS last_seen
+FROM dead_letters_since($start) WHERE cluster = $cluster AND received_at < $end
+GROUP BY ALL ORDER BY records DESC
+"""
+
+SQL_DEAD_LETTER_SAMPLES = """
+SELECT received_at, source_topic, source_partition, source_offset, error, raw
+FROM dead_letters_since($start) WHERE cluster = $cluster AND received_at < $end
+ORDER BY received_at DESC LIMIT 20
+"""
+
+
+# ---------------------------------------------------------------------------------------
+# Loaders: one connection each, DataFrames out.
+
+Frames = dict[str, pd.DataFrame]
+
+
+def clusters(lake: Lake) -> list[str]:
+    """Cluster names present in the lake (for the selector)."""
+    with session(lake) as con:
+        return sorted(run(con, SQL_CLUSTERS)["cluster"].dropna().tolist())
+
+
+def overview(lake: Lake, scope: Scope) -> Frames:
+    with session(lake) as con:
+        p = scope.params()
+        return {
+            "gauges": run(con, SQL_BROKER_GAUGES, **p),
+            "cluster_rates": run(con, SQL_CLUSTER_RATES, **p),
+            "groups": _groups_table(con, p),
+            "firing": run(con, SQL_ALERTS_FIRING, **p),
+            "pipeline": run(con, SQL_PIPELINE_LATEST, **p),
+        }
+
+
+def brokers(lake: Lake, scope: Scope) -> Frames:
+    with session(lake) as con:
+        p = scope.params()
+        gauges = run(con, SQL_BROKER_GAUGES, **p)
+        series = run(con, SQL_BROKER_SERIES, **p)
+        scrape = run(con, SQL_SCRAPE_HEALTH, **p)
+    elections = series[series["metric"] == "leader_elections_total"]
+    return {
+        "gauges": gauges,
+        "rates": series[series["metric"].isin(BROKER_RATE_METRICS)][["time", "broker", "metric", "rate_per_s"]],
+        "idle": series[series["metric"].isin(IDLE_METRICS)][["time", "broker", "metric", "value"]],
+        "elections": elections[["time", "broker", "rate_per_s", "increase"]].rename(columns={"increase": "elections"}),
+        "scrape": scrape,
+    }
+
+
+def topics(lake: Lake, scope: Scope) -> Frames:
+    with session(lake) as con:
+        p = scope.params()
+        rates = run(con, SQL_TOPIC_RATES_LATEST, **p).pivot_table(
+            index="topic", columns="metric", values="rate_per_s", aggfunc="first"
+        )
+        rates = rates.reindex(columns=list(BROKER_RATE_METRICS)).reset_index()
+        rates.columns.name = None
+        offsets = run(con, SQL_TOPIC_OFFSETS, **p)
+        return {
+            "topics": offsets.merge(rates, on="topic", how="outer").sort_values("topic", ignore_index=True),
+            "groups": run(con, SQL_TOPIC_GROUPS_LATEST, **p),
+        }
+
+
+def topic_detail(lake: Lake, scope: Scope, topic: str) -> Frames:
+    with session(lake) as con:
+        series = run(con, SQL_TOPIC_SERIES, topic=topic, **scope.params())
+    offsets = series[series["metric"] == "log_end_offset"]
+    return {
+        "rate_series": series[series["metric"] != "log_end_offset"].drop(columns="end_offset"),
+        "offset_series": offsets[["time", "end_offset"]].reset_index(drop=True),
+    }
+
+
+def _groups_table(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> pd.DataFrame:
+    status = run(con, SQL_GROUPS_LATEST, **p)
+    rates = run(con, SQL_GROUP_RATES_LATEST, **p)
+    return status.merge(rates, on="group_id", how="left").sort_values("group_id", ignore_index=True)
+
+
+def groups(lake: Lake, scope: Scope) -> Frames:
+    with session(lake) as con:
+        return {"groups": _groups_table(con, scope.params())}
+
+
+def group_detail(lake: Lake, scope: Scope, group: str) -> Frames:
+    with session(lake) as con:
+        p = scope.params()
+        partitions = run(con, SQL_GROUP_PARTITIONS, group=group, **p)
+        status = run(con, SQL_GROUP_STATUS_HISTORY, group=group, **p)
+    history = partitions.groupby("time", as_index=False).agg(
+        lag=("lag", "sum"),
+        time_lag_s=("time_lag_s", "max"),
+        consume_rate=("consume_rate", "sum"),
+        produce_rate=("produce_rate", "sum"),
+    )
+    return {"partition_lag": partitions[["time", "topic_partition", "lag"]], "history": history, "status": status}
+
+
+def alerts(lake: Lake, scope: Scope) -> Frames:
+    with session(lake) as con:
+        p = scope.params()
+        return {"firing": run(con, SQL_ALERTS_FIRING, **p), "events": run(con, SQL_ALERT_EVENTS, **p)}
+
+
+def pipeline(lake: Lake, scope: Scope) -> Frames:
+    with session(lake) as con:
+        p = scope.params()
+        return {
+            "heartbeats": run(con, SQL_HEARTBEATS, **p),
+            "scrape": run(con, SQL_SCRAPE_HEALTH, **p),
+            "latest": run(con, SQL_PIPELINE_LATEST, **p),
+            "series": run(con, SQL_PIPELINE_SERIES, **p),
+            "dead_counts": run(con, SQL_DEAD_LETTER_COUNTS, **p),
+            "dead_samples": run(con, SQL_DEAD_LETTER_SAMPLES, **p),
+        }
+
+
+def _groups_page(lake: Lake, scope: Scope) -> Frames:
+    """What the groups page runs: the table, then the drill-down of the group with most lag."""
+    frames = groups(lake, scope)
+    table = frames["groups"]
+    if len(table):
+        chosen = str(table.sort_values("total_lag", ascending=False)["group_id"].iloc[0])
+        frames.update(group_detail(lake, scope, chosen))
+    return frames
+
+
+def _topics_page(lake: Lake, scope: Scope) -> Frames:
+    """What the topics page runs: the table, then the detail of the first topic (its default)."""
+    frames = topics(lake, scope)
+    if len(frames["topics"]):
+        frames.update(topic_detail(lake, scope, str(frames["topics"]["topic"].iloc[0])))
+    return frames
+
+
+#: page -> the loader(s) the page runs on a render; the benchmark times these.
+PAGE_LOADERS: dict[str, Callable[[Lake, Scope], Frames]] = {
+    "overview": overview,
+    "brokers": brokers,
+    "topics": _topics_page,
+    "groups": _groups_page,
+    "alerts": alerts,
+    "pipeline": pipeline,
+}
+
+
+def row_counts(lake: Lake) -> dict[str, int]:
+    """Rows per table as stored (Parquet metadata only, no dedupe): sizes for notes and empty states."""
+    counts = {}
+    with session(lake) as con:
+        for name in lakelib.TABLES:
+            glob = (lake.path.resolve() / name / "*" / "*.parquet").as_posix()
+            counts[name] = int(
+                con.execute(
+                    "SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata($glob)", {"glob": glob}
+                ).fetchone()[0]  # type: ignore[index]
+            )
+    return counts

@@ -1,0 +1,172 @@
+"""What every page shares: the loaded config and lake, the scope, empty states, tables.
+
+Why here and not in each page: the rules that cut across pages (never a stack trace, times
+in the viewer's zone, live refresh by fragment, an empty state that says how to fix it) are
+easy to get wrong once in seven places.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ParamSpec, TypeVar
+
+import duckdb
+import pandas as pd
+import streamlit as st
+
+from dashboard import queries, state
+from lagwatch import lake as lakelib
+from lagwatch.config import Config, ConfigError, load_config
+
+log = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+EMPTY_LAKE = (
+    "The lake is empty: start `lagwatch stream` (the Spark job writes the lake) and `lagwatch collect` "
+    "(the collectors feed it), or `lagwatch up` for the whole local stack."
+)
+
+
+@dataclass(frozen=True)
+class AppContext:
+    config: Config
+    lake: queries.Lake
+
+    @property
+    def refresh_s(self) -> float:
+        return self.config.dashboard.refresh_s
+
+
+@st.cache_resource(show_spinner=False)
+def _load(env_path: str | None) -> AppContext:
+    """Keyed by the config path so a process serving one config never mixes in another."""
+    config = load_config()
+    lake = queries.Lake.from_config(config)
+    # Rebuild the views file once per server: an older one may lack views or macros this
+    # code reads. The swap is atomic, so open readers (and the pipeline) are unaffected.
+    lakelib.write_views_file(lake.path, lake.duckdb_path)
+    return AppContext(config=config, lake=lake)
+
+
+def context() -> AppContext:
+    """The config named by $LAGWATCH_CONFIG (set by `lagwatch dashboard`), loaded once per process."""
+    import os
+
+    from lagwatch.config import CONFIG_ENV_VAR
+
+    try:
+        return _load(os.environ.get(CONFIG_ENV_VAR))
+    except ConfigError as exc:
+        st.error(f"Lagwatch cannot start the dashboard: {exc}")
+        st.stop()
+        raise  # unreachable: st.stop() ends the run
+
+
+def scope() -> queries.Scope:
+    """The scope in the URL, recomputed on every (fragment) run so 'last hour' keeps moving."""
+    ctx = context()
+    _, start, end = state.range_from_params(state.utc_now())
+    cluster = st.query_params.get("cluster") or ctx.config.cluster.name
+    return queries.Scope(cluster=str(cluster), start=start, end=end)
+
+
+def live(fn: Callable[[], None]) -> Callable[[], None]:
+    """Run a page body as a fragment that refreshes itself (no full-page flicker)."""
+    return st.fragment(run_every=context().refresh_s)(fn)
+
+
+def guarded(fn: Callable[P, R]) -> Callable[P, R | None]:
+    """Show a lake or query problem as a sentence, never as a stack trace."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R | None:
+        try:
+            return fn(*args, **kwargs)
+        except duckdb.Error as exc:
+            log.warning("dashboard query failed: %s", exc)
+            st.error(
+                f"Reading the lake failed: {type(exc).__name__}: {str(exc).splitlines()[0]}. "
+                "If the lake was just created or its schema changed, restart `lagwatch stream` so it rewrites "
+                "the views file, then reload this page."
+            )
+        except OSError as exc:
+            st.error(f"Cannot open the lake: {exc}. Check [lake] path in config.toml.")
+        return None
+
+    return wrapper
+
+
+def lake_is_empty(lake: queries.Lake) -> bool:
+    """No data file in any table (the per-table `_schema.parquet` placeholders do not count)."""
+    return not any(path for path in lake.path.glob("*/date=*/*.parquet") if not path.name.startswith("_"))
+
+
+def empty(message: str) -> None:
+    st.info(message, icon="ℹ️")
+
+
+def local_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """Every time column in the viewer's zone, for display."""
+    zone = str(state.viewer_zone())
+    shown = frame.copy()
+    for column in shown.columns:
+        if isinstance(shown[column].dtype, pd.DatetimeTZDtype):
+            shown[column] = shown[column].dt.tz_convert(zone)
+    return shown
+
+
+def table(frame: pd.DataFrame, **column_config: Any) -> None:
+    st.dataframe(local_frame(frame), hide_index=True, column_config=column_config or None)
+
+
+def group_columns() -> dict[str, Any]:
+    """Column labels with units for group tables (the same wherever groups are listed)."""
+    number = st.column_config.NumberColumn
+    return {
+        "total_lag": number("total lag (messages)"),
+        "max_lag": number("max lag (messages)"),
+        "max_time_lag_s": number("time lag (s)", format="%.1f"),
+        "consume_rate": number("consume (records/s)", format="%.1f"),
+        "produce_rate": number("produce (records/s)", format="%.1f"),
+        "eta_s": number("time to catch up (s)", format="%.0f"),
+    }
+
+
+def chart(fig: Any, key: str) -> None:
+    """A Plotly chart with a stable key (two charts alike must not collide on reruns)."""
+    st.plotly_chart(fig, key=key, config={"displaylogo": False})
+
+
+def number(value: float | int | None, unit: str = "") -> str:
+    """A tile value: thousands separated, integers without decimals, '–' when unknown."""
+    if value is None or pd.isna(value):
+        return "–"
+    text = f"{value:,.0f}" if float(value).is_integer() else f"{value:,.2f}"
+    return f"{text} {unit}".strip()
+
+
+def duration(seconds: float | None) -> str:
+    """Seconds as the largest two units ('1h 05m'); '–' when unknown."""
+    if seconds is None or pd.isna(seconds):
+        return "–"
+    total = round(float(seconds))
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h {minutes:02d}m"
+    if minutes:
+        return f"{minutes}m {secs:02d}s"
+    return f"{secs}s"
+
+
+def caption_scope(scope: queries.Scope) -> None:
+    zone = state.viewer_zone()
+    st.caption(
+        f"Cluster **{scope.cluster}** · {scope.start.astimezone(zone):%Y-%m-%d %H:%M} → "
+        f"{scope.end.astimezone(zone):%Y-%m-%d %H:%M} ({zone}) · refreshes every {context().refresh_s:g} s"
+    )

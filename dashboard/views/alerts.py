@@ -1,0 +1,114 @@
+"""Alerts: what fires now, the event history, and silences (through the alert engine)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+from types import ModuleType
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import queries, state, ui
+from lagwatch.config import ConfigError
+
+SILENCE_FUNCTIONS = ("create", "expire", "list")
+
+
+def silence_api() -> ModuleType | None:
+    """The alert engine's silences module, if it is installed with create/expire/list."""
+    try:
+        module = importlib.import_module("dashboard.alerts.silences")
+    except ImportError:
+        return None
+    return module if all(callable(getattr(module, name, None)) for name in SILENCE_FUNCTIONS) else None
+
+
+def event_counts(events: pd.DataFrame) -> None:
+    counts = events["event"].value_counts()
+    columns = st.columns(4)
+    for column, event in zip(columns, ("firing", "resolved", "delivered", "failed"), strict=True):
+        column.metric(f"{event.capitalize()} events", ui.number(int(counts.get(event, 0))))
+
+
+def _matchers(text: str) -> dict[str, str]:
+    pairs = [line.split("=", 1) for line in text.splitlines() if "=" in line]
+    return {key.strip(): value.strip() for key, value in pairs if key.strip()}
+
+
+def _silence_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
+    frame = pd.DataFrame(rows)
+    for column in ("starts_at", "ends_at"):
+        if column in frame.columns:
+            frame[column] = pd.to_datetime(frame[column], unit="s", utc=True)
+    if "matchers" in frame.columns:
+        frame["matchers"] = [", ".join(f"{k}={v}" for k, v in m.items()) for m in frame["matchers"]]
+    return frame
+
+
+def silences(ctx: ui.AppContext) -> None:
+    api = silence_api()
+    if api is None:
+        ui.empty(
+            "The silence engine is not available yet (module `dashboard.alerts.silences` is missing): "
+            "silences cannot be created or expired from here."
+        )
+        return
+    current = _silence_frame([s if isinstance(s, dict) else vars(s) for s in api.list(ctx.config)])
+    active = current[current["active"]] if "active" in current.columns else current
+    st.metric("Active silences", ui.number(len(active)))
+    if current.empty:
+        st.caption("No silences.")
+    else:
+        ui.table(current)
+    with st.form("new_silence"):
+        matchers = st.text_area("Matchers (one label=value per line; ~regex allowed)", "alertname=ConsumerLagHigh")
+        hours = st.number_input("Duration (hours)", min_value=0.25, max_value=168.0, value=2.0, step=0.25)
+        comment = st.text_input("Comment")
+        author = st.text_input("Created by")
+        if st.form_submit_button("Create silence"):
+            ends_at = state.utc_now() + dt.timedelta(hours=float(hours))
+            try:
+                api.create(
+                    ctx.config, matchers=_matchers(matchers), ends_at=ends_at, comment=comment, created_by=author
+                )
+            except ConfigError as exc:
+                st.error(f"Silence not created: {exc}")
+            else:
+                st.rerun()
+    if len(active) and "id" in active.columns:
+        chosen = st.selectbox("Expire silence", active["id"].tolist(), key="expire_pick")
+        if st.button("Expire"):
+            api.expire(ctx.config, chosen)
+            st.rerun()
+
+
+@ui.guarded
+def render() -> None:
+    ctx = ui.context()
+    scope = ui.scope()
+    ui.caption_scope(scope)
+    if ui.lake_is_empty(ctx.lake):
+        ui.empty(ui.EMPTY_LAKE)
+        return
+    data = queries.alerts(ctx.lake, scope)
+    st.subheader("Firing now")
+    if data["firing"].empty:
+        st.success("No alerts firing.")
+    else:
+        ui.table(data["firing"])
+    st.subheader("History")
+    if data["events"].empty:
+        ui.empty(
+            "No alert events in this range. Rules live in config.toml (`[[alerts.rules]]`); the engine runs "
+            "beside the dashboard (`dashboard.run_alerts`) or as `lagwatch alerts`."
+        )
+    else:
+        event_counts(data["events"])
+        ui.table(data["events"])
+
+
+st.title("Alerts")
+ui.live(render)()
+st.subheader("Silences")
+silences(ui.context())

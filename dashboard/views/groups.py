@@ -1,0 +1,125 @@
+"""Consumer groups: every group's status, lag and rates; a drill-down per group."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, queries, state, ui
+
+HISTORY_RANGES = {"1h": dt.timedelta(hours=1), "6h": dt.timedelta(hours=6), "24h": dt.timedelta(hours=24)}
+HISTORY_RANGES["7d"] = dt.timedelta(days=7)
+TABLE_COLUMNS = [
+    "group_id",
+    "status",
+    "reason",
+    "total_lag",
+    "max_lag",
+    "max_time_lag_s",
+    "consume_rate",
+    "produce_rate",
+    "eta_s",
+    "partitions",
+    "topics",
+    "updated_at",
+]
+
+
+def filtered(groups: pd.DataFrame) -> pd.DataFrame:
+    """Search by group id (plain substring, case-insensitive) and status."""
+    left, right = st.columns([2, 1])
+    needle = left.text_input("Search groups", key="group_search", placeholder="group id contains…")
+    statuses = sorted(groups["status"].dropna().unique().tolist(), key=_status_rank)
+    chosen = right.multiselect("Status", statuses, key="group_status_filter")
+    shown = groups
+    if needle:
+        shown = shown[shown["group_id"].str.contains(needle, case=False, regex=False, na=False)]
+    if chosen:
+        shown = shown[shown["status"].isin(chosen)]
+    return shown
+
+
+def _status_rank(status: str) -> int:
+    order = charts.STATUS_ORDER
+    return order.index(status) if status in order else len(order)
+
+
+def group_table(groups: pd.DataFrame) -> None:
+    ranked = groups.assign(_rank=groups["status"].map(_status_rank))
+    ranked = ranked.sort_values(["_rank", "total_lag"], ascending=[True, False])
+    ui.table(ranked[TABLE_COLUMNS], **ui.group_columns())
+
+
+def drill_down(ctx: ui.AppContext, scope: queries.Scope, groups: pd.DataFrame) -> None:
+    by_lag = groups.sort_values("total_lag", ascending=False)["group_id"].tolist()
+    group = state.selected("group", by_lag, "Group")
+    if group is None:
+        return
+    preset = st.query_params.get("range", "1h")
+    span = st.segmented_control(
+        "History", list(HISTORY_RANGES), default=preset if preset in HISTORY_RANGES else "1h", key="group_history"
+    )
+    span = span or "1h"
+    detail_scope = queries.Scope(scope.cluster, scope.end - HISTORY_RANGES[span], scope.end)
+    detail = queries.group_detail(ctx.lake, detail_scope, group)
+    row = groups[groups["group_id"] == group].iloc[0]
+    tiles = st.columns(5)
+    tiles[0].metric("Status", str(row["status"]))
+    tiles[1].metric("Total lag (messages)", ui.number(row["total_lag"]))
+    tiles[2].metric("Time lag", ui.duration(row["max_time_lag_s"]))
+    tiles[3].metric("Time to catch up", ui.duration(row["eta_s"]))
+    tiles[4].metric("Partitions", ui.number(row["partitions"]))
+    st.caption(f"Reason: {row['reason']}")
+    _detail_charts(detail)
+
+
+def _detail_charts(detail: queries.Frames) -> None:
+    zone = state.viewer_zone()
+    if detail["history"].empty:
+        ui.empty("No lag rows for this group in this history range.")
+        return
+    ui.chart(charts.lag_heatmap(detail["partition_lag"], zone), "group_heatmap")
+    left, right = st.columns(2)
+    history = detail["history"]
+    with left:
+        fig = charts.time_series(history, zone, y="lag", y_title="lag (messages)", title="Offset lag (sum)")
+        ui.chart(fig, "group_lag")
+    with right:
+        fig = charts.time_series(history, zone, y="time_lag_s", y_title="time lag (s)", title="Time lag (max)")
+        ui.chart(fig, "group_time_lag")
+    left, right = st.columns(2)
+    with left:
+        if detail["status"].empty:
+            ui.empty("No status rows for this group in this history range.")
+        else:
+            ui.chart(charts.status_timeline(detail["status"], zone), "group_status")
+    with right:
+        ui.chart(charts.consume_vs_produce(history, zone), "group_rates")
+
+
+@ui.guarded
+def render() -> None:
+    ctx = ui.context()
+    scope = ui.scope()
+    ui.caption_scope(scope)
+    if ui.lake_is_empty(ctx.lake):
+        ui.empty(ui.EMPTY_LAKE)
+        return
+    groups = queries.groups(ctx.lake, scope)["groups"]
+    if groups.empty:
+        ui.empty(
+            "No consumer groups in this range: check `collect.groups_allow` / `groups_deny` in config.toml and "
+            "that `lagwatch collect` and `lagwatch stream` are running."
+        )
+        return
+    shown = filtered(groups)
+    st.caption(f"{len(shown)} of {len(groups)} groups")
+    group_table(shown)
+    st.subheader("Drill-down")
+    drill_down(ctx, scope, groups)
+
+
+st.title("Consumer groups")
+ui.live(render)()

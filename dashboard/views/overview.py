@@ -1,0 +1,113 @@
+"""Overview: is the cluster healthy, which group is falling behind, is the pipeline fresh."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, queries, state, ui
+
+HEALTH_TILES = (
+    ("active_controller_count", "Active controllers"),
+    ("under_replicated_partitions", "Under-replicated partitions"),
+    ("offline_partitions", "Offline partitions"),
+    ("under_min_isr_partitions", "Under-min-ISR partitions"),
+)
+
+
+def _gauge_sum(gauges: pd.DataFrame, metric: str) -> float | None:
+    rows = gauges[gauges["metric"] == metric]
+    return float(rows["value"].sum()) if len(rows) else None
+
+
+def health_tiles(gauges: pd.DataFrame, ctx: ui.AppContext) -> None:
+    up = gauges[gauges["metric"] == "up"]
+    if gauges.empty:
+        if not ctx.config.jmx.targets:
+            ui.empty("No JMX targets in config.toml: add one `[[jmx.targets]]` per broker to see broker health.")
+        else:
+            ui.empty(
+                "No broker metrics in the last 10 minutes of this range: is `lagwatch collect` running and "
+                "reaching the JMX targets? The Pipeline page shows each scrape target."
+            )
+        return
+    columns = st.columns(2 + len(HEALTH_TILES))
+    columns[0].metric("Brokers up", ui.number(int((up["value"] >= 1).sum())) if len(up) else "–")
+    columns[1].metric("Brokers down", ui.number(int((up["value"] < 1).sum())) if len(up) else "–")
+    for column, (metric, label) in zip(columns[2:], HEALTH_TILES, strict=True):
+        column.metric(label, ui.number(_gauge_sum(gauges, metric)))
+
+
+def rates(frame: pd.DataFrame) -> None:
+    if frame.empty:
+        ui.empty("No broker message or byte rates in this range (needs broker JMX metrics).")
+        return
+    left, right = st.columns(2)
+    messages, byte_rates = charts.rates_by_metric(frame, state.viewer_zone(), "Cluster")
+    with left:
+        ui.chart(messages, "overview_messages")
+    with right:
+        ui.chart(byte_rates, "overview_bytes")
+
+
+def worst_groups(groups: pd.DataFrame) -> None:
+    if groups.empty:
+        ui.empty(
+            "No consumer groups in this range: check `collect.groups_allow` in config.toml and that "
+            "`lagwatch collect` and `lagwatch stream` are running."
+        )
+        return
+    columns = ["group_id", "status", "reason", "max_time_lag_s", "total_lag", "max_lag"]
+    left, right = st.columns(2)
+    with left:
+        st.markdown("**Worst time lag**")
+        ui.table(
+            groups.sort_values("max_time_lag_s", ascending=False, na_position="last").head(10)[columns],
+            **ui.group_columns(),
+        )
+    with right:
+        st.markdown("**Worst offset lag**")
+        ui.table(groups.sort_values("total_lag", ascending=False).head(10)[columns], **ui.group_columns())
+
+
+def firing(alerts: pd.DataFrame) -> None:
+    if alerts.empty:
+        st.success("No alerts firing.")
+        return
+    st.error(f"{len(alerts)} alert(s) firing")
+    ui.table(alerts)
+
+
+def freshness(progress: pd.DataFrame) -> None:
+    if progress.empty:
+        ui.empty("The Spark job reported no progress in the last 10 minutes: is `lagwatch stream` running?")
+        return
+    last = progress["ts"].max()
+    columns = st.columns(3)
+    columns[0].metric("Pipeline freshness", ui.duration(progress["freshness_s"].max()))
+    columns[1].metric("Last batch", ui.duration((state.utc_now() - last).total_seconds()) + " ago")
+    columns[2].metric("Input (rows/s)", ui.number(progress["input_rows_per_s"].sum()))
+
+
+@ui.guarded
+def render() -> None:
+    ctx = ui.context()
+    scope = ui.scope()
+    ui.caption_scope(scope)
+    if ui.lake_is_empty(ctx.lake):
+        ui.empty(ui.EMPTY_LAKE)
+        return
+    data = queries.overview(ctx.lake, scope)
+    st.subheader("Cluster health")
+    health_tiles(data["gauges"], ctx)
+    rates(data["cluster_rates"])
+    st.subheader("Consumer groups")
+    worst_groups(data["groups"])
+    st.subheader("Alerts")
+    firing(data["firing"])
+    st.subheader("Pipeline")
+    freshness(data["pipeline"])
+
+
+st.title("Overview")
+ui.live(render)()

@@ -1,0 +1,78 @@
+"""Topics: in/out rates, partitions, end-offset growth, and who consumes each topic."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from dashboard import charts, queries, state, ui
+
+
+def topic_table(frame: pd.DataFrame) -> None:
+    tiles = st.columns(4)
+    tiles[0].metric("Topics", ui.number(len(frame)))
+    tiles[1].metric("Partitions", ui.number(frame["partitions"].sum()))
+    tiles[2].metric("Appended in range (messages)", ui.number(frame["growth"].sum()))
+    tiles[3].metric("Messages in (messages/s)", ui.number(frame["messages_in_total"].sum()))
+    ui.table(
+        frame,
+        partitions=st.column_config.NumberColumn("partitions"),
+        end_offset=st.column_config.NumberColumn("end offset (sum)"),
+        growth=st.column_config.NumberColumn("appended in range (messages)"),
+        messages_in_total=st.column_config.NumberColumn("in (messages/s)", format="%.1f"),
+        bytes_in_total=st.column_config.NumberColumn("in (bytes/s)", format="%.0f"),
+        bytes_out_total=st.column_config.NumberColumn("out (bytes/s)", format="%.0f"),
+    )
+
+
+def topic_charts(detail: queries.Frames, topic: str) -> None:
+    zone = state.viewer_zone()
+    left, right = st.columns(2)
+    with left:
+        if detail["rate_series"].empty:
+            ui.empty("No per-topic rates for this topic (needs broker JMX with per-topic meters).")
+        else:
+            messages, byte_rates = charts.rates_by_metric(detail["rate_series"], zone, topic)
+            ui.chart(messages, "topic_messages")
+            ui.chart(byte_rates, "topic_bytes")
+    with right:
+        if detail["offset_series"].empty:
+            ui.empty("No log-end offsets for this topic in this range.")
+        else:
+            fig = charts.time_series(
+                detail["offset_series"], zone, y="end_offset", y_title="offset (messages)", title="End offset (sum)"
+            )
+            ui.chart(fig, "topic_offsets")
+
+
+@ui.guarded
+def render() -> None:
+    ctx = ui.context()
+    scope = ui.scope()
+    ui.caption_scope(scope)
+    if ui.lake_is_empty(ctx.lake):
+        ui.empty(ui.EMPTY_LAKE)
+        return
+    data = queries.topics(ctx.lake, scope)
+    if data["topics"].empty:
+        ui.empty(
+            "No topics in this range: the admin collector reports log-end offsets; check "
+            "`collect.topics_allow` / `topics_deny` in config.toml and that `lagwatch collect` is running."
+        )
+        return
+    topic_table(data["topics"])
+    topic = state.selected("topic", data["topics"]["topic"].tolist(), "Topic")
+    if topic is None:
+        return
+    st.subheader(f"Topic {topic}")
+    topic_charts(queries.topic_detail(ctx.lake, scope, topic), topic)
+    st.markdown("**Consuming groups**")
+    consumers = data["groups"][data["groups"]["topic"] == topic]
+    if consumers.empty:
+        ui.empty("No consumer group committed offsets for this topic in the last 10 minutes of the range.")
+    else:
+        ui.table(consumers, **ui.group_columns())
+
+
+st.title("Topics")
+ui.live(render)()

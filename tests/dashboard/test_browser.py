@@ -1,0 +1,154 @@
+"""A real headless chromium (Debian package) against a running `lagwatch dashboard`.
+
+Every page loads without Streamlit's exception box, shows the key numbers of the known lake,
+and leaves a screenshot in test-artifacts/. The dashboard runs as the operator runs it (the
+CLI, a subprocess, the configured port) and is stopped with SIGTERM like `lagwatch up` does.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.dashboard.conftest import KnownLake, broker_gauges, group_status
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+READY_TIMEOUT_S = 90
+RENDER_TIMEOUT_MS = 60_000
+
+
+def _healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def dashboard_url(known_lake: KnownLake, tmp_path: Path) -> Iterator[str]:
+    log = (tmp_path / "dashboard.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "lagwatch.cli", "--config", str(known_lake.config_path), "dashboard"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{known_lake.port}"
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while not _healthy(url):
+            assert process.poll() is None, (tmp_path / "dashboard.log").read_text()
+            assert time.monotonic() < deadline, "dashboard did not answer /_stcore/health"
+            time.sleep(0.25)
+        yield url
+    finally:
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=30)
+        log.close()
+
+
+def _page(browser, url: str):  # type: ignore[no-untyped-def]
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.goto(url)
+    return page
+
+
+def _metric(page, label: str) -> str:  # type: ignore[no-untyped-def]
+    tile = page.get_by_test_id("stMetric").filter(has_text=label).first
+    tile.wait_for(timeout=RENDER_TIMEOUT_MS)
+    return str(tile.get_by_test_id("stMetricValue").inner_text()).strip()
+
+
+def _check_and_shoot(page, name: str, artifacts: Path) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_timeout(1500)  # let charts finish drawing before the screenshot
+    assert page.get_by_test_id("stException").count() == 0, f"{name}: exception box shown"
+    assert page.get_by_test_id("stSidebar").get_by_text("Time range").count() == 1, f"{name}: no range picker"
+    page.screenshot(path=str(artifacts / f"dashboard-{name}.png"), full_page=True)
+
+
+@pytest.mark.slow
+def test_every_page_in_chromium(known_lake: KnownLake, dashboard_url: str, artifacts_dir: Path) -> None:
+    from playwright.sync_api import sync_playwright
+
+    status = group_status(known_lake)
+    worst = status.sort_values("total_lag", ascending=False).iloc[0]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = _page(browser, dashboard_url)
+            urp = sum(broker_gauges(known_lake, "under_replicated_partitions").values())
+            assert _metric(page, "Under-replicated partitions") == f"{urp:,.0f}"
+            up = broker_gauges(known_lake, "up")
+            assert _metric(page, "Brokers down") == str(sum(1 for v in up.values() if v < 1))
+            _check_and_shoot(page, "overview", artifacts_dir)
+
+            page.goto(f"{dashboard_url}/brokers")
+            elections = [r for r in known_lake.rows["metrics_1m"] if r["metric"] == "leader_elections_total"]
+            assert _metric(page, "Leader elections in range") == f"{sum(r['rate_per_s'] * 60 for r in elections):,.0f}"
+            _check_and_shoot(page, "brokers", artifacts_dir)
+
+            page.goto(f"{dashboard_url}/topics")
+            offsets = [r for r in known_lake.rows["metrics_1m"] if r["metric"] == "log_end_offset"]
+            assert _metric(page, "Partitions") == str(len({(r["topic"], r["partition"]) for r in offsets}))
+            _check_and_shoot(page, "topics", artifacts_dir)
+
+            page.goto(f"{dashboard_url}/groups")
+            assert _metric(page, "Total lag (messages)") == f"{worst['total_lag']:,.0f}"
+            assert _metric(page, "Status") == worst["status"]
+            _check_and_shoot(page, "groups", artifacts_dir)
+
+            page.goto(f"{dashboard_url}/alerts")
+            firing = sum(1 for r in known_lake.rows["alert_events"] if r["event"] == "firing")
+            assert _metric(page, "Firing events") == str(firing)
+            _check_and_shoot(page, "alerts", artifacts_dir)
+
+            page.goto(f"{dashboard_url}/pipeline")
+            assert _metric(page, "Dead letters") == str(len(known_lake.rows["dead_letters"]))
+            _check_and_shoot(page, "pipeline", artifacts_dir)
+
+            page.goto(f"{dashboard_url}/sql")
+            page.get_by_role("textbox", name="SQL").fill("SELECT group_id FROM group_status")
+            page.get_by_role("button", name="Run").click()
+            rows = len(known_lake.rows["group_status"]) - 1  # one row was rewritten by a newer version
+            page.get_by_text(f"{rows} row(s)").wait_for(timeout=RENDER_TIMEOUT_MS)
+            _check_and_shoot(page, "sql", artifacts_dir)
+            page.get_by_role("textbox", name="SQL").fill("COPY group_status TO '/tmp/x.csv'")
+            page.get_by_role("button", name="Run").click()
+            page.get_by_text("COPY is not allowed").wait_for(timeout=RENDER_TIMEOUT_MS)
+        finally:
+            browser.close()
+
+
+@pytest.mark.slow
+def test_range_picker_writes_the_url(known_lake: KnownLake, dashboard_url: str) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = _page(browser, f"{dashboard_url}/groups?range=1h")
+            _metric(page, "Total lag (messages)")
+            sidebar = page.get_by_test_id("stSidebar")
+            sidebar.get_by_test_id("stSelectbox").filter(has_text="Time range").click()
+            page.get_by_role("option", name="24h").click()
+            page.wait_for_url("**range=24h**", timeout=RENDER_TIMEOUT_MS)
+            assert "cluster=test-cluster" in page.url
+            page.goto(page.url)  # the link alone reproduces the view
+            _metric(page, "Total lag (messages)")
+            caption = page.get_by_text("refreshes every").first.inner_text()
+            start, end = (
+                dt.datetime.strptime(part.strip()[-16:], "%Y-%m-%d %H:%M")
+                for part in caption.split(" (")[0].split(" → ")
+            )
+            assert end - start == dt.timedelta(hours=24)
+        finally:
+            browser.close()

@@ -1,0 +1,244 @@
+"""Every page, run by Streamlit's AppTest over a lake of known rows: the numbers shown are
+the numbers put in (expected values are derived from the fixture's rows, newest version wins)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.dashboard.conftest import KnownLake, broker_gauges, group_status, newest
+
+APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
+PAGES = ["overview", "brokers", "topics", "groups", "alerts", "sql", "pipeline"]
+
+
+def open_page(page: str, **params: str) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=60)
+    for key, value in params.items():
+        at.query_params[key] = value
+    at.run()
+    if page != "overview":  # the default page
+        at.switch_page(f"views/{page}.py")
+        at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def metrics(at: AppTest) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def frames(at: AppTest) -> list[pd.DataFrame]:
+    return [d.value for d in at.dataframe]
+
+
+def fmt(value: float) -> str:
+    return f"{value:,.0f}"
+
+
+def test_overview_tiles_groups_alerts_pipeline(known_lake: KnownLake) -> None:
+    at = open_page("overview")
+    shown = metrics(at)
+    up = broker_gauges(known_lake, "up")
+    assert shown["Brokers up"] == fmt(sum(1 for v in up.values() if v >= 1))
+    assert shown["Brokers down"] == fmt(sum(1 for v in up.values() if v < 1))
+    for metric, label in [
+        ("active_controller_count", "Active controllers"),
+        ("under_replicated_partitions", "Under-replicated partitions"),
+        ("offline_partitions", "Offline partitions"),
+        ("under_min_isr_partitions", "Under-min-ISR partitions"),
+    ]:
+        assert shown[label] == fmt(sum(broker_gauges(known_lake, metric).values())), label
+    status = group_status(known_lake)
+    by_time, by_lag = frames(at)[0], frames(at)[1]
+    worst_time = status.sort_values("max_time_lag_s", ascending=False).iloc[0]
+    worst_lag = status.sort_values("total_lag", ascending=False).iloc[0]
+    assert by_time.iloc[0][["group_id", "status", "reason"]].tolist() == [
+        worst_time["group_id"],
+        worst_time["status"],
+        worst_time["reason"],
+    ]
+    assert by_lag.iloc[0]["total_lag"] == worst_lag["total_lag"]
+    assert sorted(by_lag["group_id"]) == sorted(status["group_id"])
+    firing = frames(at)[2]
+    states = newest(
+        [e for e in known_lake.rows["alert_events"] if e["event"] != "delivered"], ("incident_key",), ("ts", "seq")
+    )
+    assert sorted(firing["incident_key"]) == sorted(e["incident_key"] for e in states if e["event"] != "resolved")
+    latest_progress = max(known_lake.rows["pipeline_progress"], key=lambda r: r["ts"])
+    assert shown["Input (rows/s)"] == fmt(latest_progress["input_rows_per_s"])
+    assert shown["Pipeline freshness"] == f"{round(latest_progress['freshness_s'])}s"
+
+
+def test_brokers_balance_elections_scrape(known_lake: KnownLake) -> None:
+    at = open_page("brokers")
+    shown = metrics(at)
+    partitions = pd.Series(broker_gauges(known_lake, "partition_count"))
+    leaders = pd.Series(broker_gauges(known_lake, "leader_count"))
+    assert shown["Brokers reporting"] == fmt(len(partitions))
+    assert shown["Partition skew"].startswith(f"{(partitions.max() / partitions.mean() - 1) * 100:,.0f}")
+    assert shown["Leader skew"].startswith(f"{(leaders.max() / leaders.mean() - 1) * 100:,.0f}")
+    elections = [r for r in known_lake.rows["metrics_1m"] if r["metric"] == "leader_elections_total"]
+    assert shown["Leader elections in range"] == fmt(sum(r["rate_per_s"] * 60 for r in elections))
+    balance, events, scrape = frames(at)
+    assert dict(zip(balance["broker"], balance["partition_count"], strict=True)) == partitions.to_dict()
+    assert events["broker"].tolist() == [r["broker"] for r in elections if r["rate_per_s"] > 0]
+    up_rows = [r for r in known_lake.rows["metrics_1m"] if r["metric"] == "up"]
+    assert len(scrape) == len({(r["source"], r.get("broker"), r.get("client_id")) for r in up_rows})
+    down = scrape[scrape["up"] < 1]
+    assert down["broker"].tolist() == [b for b, v in broker_gauges(known_lake, "up").items() if v < 1]
+
+
+def test_topics_rates_growth_consumers(known_lake: KnownLake) -> None:
+    at = open_page("topics", topic="orders")
+    table, consumers = frames(at)
+    offsets = [r for r in known_lake.rows["metrics_1m"] if r["metric"] == "log_end_offset"]
+    for topic in {r["topic"] for r in offsets}:
+        rows = [r for r in offsets if r["topic"] == topic]
+        first = sum(r["first"] for r in rows if r["window_start"] == min(x["window_start"] for x in rows))
+        last = sum(r["last"] for r in rows if r["window_start"] == max(x["window_start"] for x in rows))
+        shown = table[table["topic"] == topic].iloc[0]
+        assert shown["growth"] == last - first
+        assert shown["end_offset"] == last
+        assert shown["partitions"] == len({r["partition"] for r in rows})
+    rates = [r for r in known_lake.rows["metrics_1m"] if r["metric"] == "messages_in_total" and r.get("topic")]
+    orders = table[table["topic"] == "orders"].iloc[0]
+    assert orders["messages_in_total"] == pytest.approx(sum(r["rate_per_s"] for r in rates if r["topic"] == "orders"))
+    lag = [r for r in known_lake.rows["lag_1m"] if r["topic"] == "orders"]
+    newest_lag = newest(lag, ("group_id", "partition"), ("window_start",))
+    expected = {g: sum(r["lag"] for r in newest_lag if r["group_id"] == g) for g in {r["group_id"] for r in lag}}
+    assert dict(zip(consumers["group_id"], consumers["total_lag"], strict=True)) == expected
+
+
+def test_groups_table_and_drill_down(known_lake: KnownLake) -> None:
+    status = group_status(known_lake)
+    at = open_page("groups", group="audit")
+    table = frames(at)[0]
+    assert sorted(table["group_id"]) == sorted(status["group_id"])
+    for _, expected in status.iterrows():
+        row = table[table["group_id"] == expected["group_id"]].iloc[0]
+        assert row[["status", "reason", "total_lag", "max_time_lag_s"]].tolist() == [
+            expected["status"],
+            expected["reason"],
+            expected["total_lag"],
+            expected["max_time_lag_s"],
+        ]
+    latest = newest(known_lake.rows["lag_1m"], ("group_id", "topic", "partition"), ("window_start",))
+    audit = [r for r in latest if r["group_id"] == "audit"]
+    row = table[table["group_id"] == "audit"].iloc[0]
+    assert row["consume_rate"] == pytest.approx(sum(r["consume_rate"] for r in audit))
+    assert row["produce_rate"] == pytest.approx(sum(r["produce_rate"] for r in audit))
+    shown = metrics(at)
+    audit_status = status[status["group_id"] == "audit"].iloc[0]
+    assert shown["Status"] == audit_status["status"]
+    assert shown["Total lag (messages)"] == fmt(audit_status["total_lag"])
+    assert len(at.get("plotly_chart")) == 5  # heatmap, lag, time lag, status timeline, rates
+
+
+def test_groups_search_filters_the_table(known_lake: KnownLake) -> None:
+    at = open_page("groups")
+    at.text_input(key="group_search").input("BILL").run()
+    assert not at.exception
+    assert frames(at)[0]["group_id"].tolist() == ["billing"]
+
+
+def test_alerts_firing_and_history(known_lake: KnownLake) -> None:
+    at = open_page("alerts")
+    firing, events = frames(at)[:2]
+    rows = known_lake.rows["alert_events"]
+    assert len(events) == len(rows)
+    shown = metrics(at)
+    for event in ("firing", "resolved", "delivered"):
+        assert shown[f"{event.capitalize()} events"] == fmt(sum(1 for r in rows if r["event"] == event))
+    assert firing["alertname"].tolist() == ["ConsumerLagHigh"]
+
+
+def test_alerts_page_creates_and_expires_a_silence(known_lake: KnownLake) -> None:
+    at = open_page("alerts")
+    assert metrics(at)["Active silences"] == "0"
+    at.text_area[0].input("group_id=orders-app")
+    at.text_input[0].input("deploying a fix")
+    at.text_input[1].input("on-call")
+    at.button[0].click().run()
+    assert not at.exception
+    assert metrics(at)["Active silences"] == "1"
+    silence = frames(at)[-1].iloc[0]
+    assert (silence["matchers"], silence["comment"], silence["created_by"]) == (
+        "group_id=orders-app",
+        "deploying a fix",
+        "on-call",
+    )
+    next(b for b in at.button if b.label == "Expire").click().run()
+    assert metrics(at)["Active silences"] == "0"
+
+
+def test_sql_page_runs_a_read_and_refuses_a_write(known_lake: KnownLake) -> None:
+    at = open_page("sql")
+    at.text_area(key="sql_text").input(
+        "SELECT group_id, total_lag FROM group_status ORDER BY group_id, updated_at"
+    ).run()
+    at.button[0].click().run()
+    assert not at.exception
+    result = frames(at)[0]
+    rows = newest(known_lake.rows["group_status"], ("group_id", "updated_at"), ("version",))
+    expected = [(r["group_id"], r["total_lag"]) for r in sorted(rows, key=lambda r: (r["group_id"], r["updated_at"]))]
+    assert list(zip(result["group_id"], result["total_lag"], strict=True)) == expected
+    assert [b.label for b in at.get("download_button")] == ["Download CSV", "Download Parquet"]
+    at.text_area(key="sql_text").input("DELETE FROM group_status").run()
+    at.button[0].click().run()
+    assert [e.value for e in at.error] == [
+        "DELETE is not allowed: the SQL page is read-only (SELECT / WITH … SELECT only)."
+    ]
+
+
+def test_pipeline_collectors_targets_spark_dead_letters(known_lake: KnownLake) -> None:
+    at = open_page("pipeline")
+    shown = metrics(at)
+    beats = [r for r in known_lake.rows["metrics_1m"] if r["source"] == "heartbeat"]
+    assert shown["Collectors alive"] == fmt(len({r["client_id"] for r in beats}))
+    failed = [r["last"] for r in beats if r["metric"] == "collector_samples_failed_total"]
+    assert shown["Samples failed"] == fmt(sum(failed))
+    dead = known_lake.rows["dead_letters"]
+    assert shown["Dead letters"] == fmt(len(dead))
+    collectors, _targets, spark, dead_counts, dead_samples = frames(at)
+    assert collectors["collector_samples_produced_total"].tolist() == [
+        r["last"] for r in beats if r["metric"] == "collector_samples_produced_total"
+    ]
+    latest = max(known_lake.rows["pipeline_progress"], key=lambda r: r["ts"])
+    assert spark.iloc[0][["batch_id", "batch_duration_ms"]].tolist() == [
+        latest["batch_id"],
+        latest["batch_duration_ms"],
+    ]
+    by_error = pd.Series([r["error"] for r in dead]).value_counts().to_dict()
+    assert dict(zip(dead_counts["error"], dead_counts["records"], strict=True)) == by_error
+    assert len(dead_samples) == len(dead)
+
+
+def test_url_holds_cluster_and_range(known_lake: KnownLake) -> None:
+    at = open_page("overview")
+    assert at.query_params["range"] == "1h"
+    assert at.query_params["cluster"] == "test-cluster"
+    at = open_page("overview", range="6h", cluster="test-cluster")
+    assert at.sidebar.selectbox(key="range_pick").value == "6h"
+    assert at.sidebar.selectbox(key="cluster_pick").value == "test-cluster"
+    caption = at.caption[0].value
+    start, end = (dt.datetime.strptime(part[-16:], "%Y-%m-%d %H:%M") for part in caption.split(" (")[0].split(" → "))
+    assert end - start == dt.timedelta(hours=6)
+    at.sidebar.selectbox(key="range_pick").select("24h").run()
+    assert at.query_params["range"] == "24h"
+    at = open_page("overview", range="custom", **{"from": "2026-01-01T00:00:00Z", "to": "2026-01-01T02:00:00Z"})
+    assert at.sidebar.text_input(key="range_from").value == "2026-01-01T00:00:00Z"
+    assert "2026-01-01 00:00 → 2026-01-01 02:00" in at.caption[0].value
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_empty_lake_says_how_to_fill_it(empty_lake: Path, page: str) -> None:
+    at = open_page(page)
+    if page == "sql":
+        assert at.text_area(key="sql_text").value in ("", None)
+        return
+    assert any("the lake is empty" in i.value.lower() and "lagwatch stream" in i.value for i in at.info)
