@@ -81,7 +81,7 @@ def _day_sql(table: str, day_start: str) -> str:
             f"SELECT 'bench' cluster, 'g' || g group_id, CASE WHEN g % 50 = 0 THEN 'STALL' ELSE 'OK' END status, "
             f"'bench' reason, 'burrow' rule, (hash(ws, g) % 10000)::BIGINT total_lag, 999::BIGINT max_lag, "
             f"(hash(ws, g) % 600)::DOUBLE max_time_lag_s, {PARTITIONS} partitions, 'topic' topics, "
-            f"ws updated_at, 1::BIGINT version FROM {minutes}, range({GROUPS}) r(g)"
+            f"ws window_start, ws updated_at, 1::BIGINT version FROM {minutes}, range({GROUPS}) r(g)"
         )
     return (
         f"SELECT 'bench' cluster, 'samples' query, epoch(ws)::BIGINT batch_id, ws ts, 1000::BIGINT input_rows, "

@@ -218,6 +218,7 @@ def _group_status_day(minutes: np.ndarray, lag_day: pa.Table) -> pa.Table:
         "max_time_lag_s": by_group["time_lag_s_max"],
         "partitions": pc.cast(by_group["partition_count"], pa.int32()),
         "topics": pc.replace_substring(by_group["group_id"], "group", "topic"),
+        "window_start": by_group["window_start"],
         "updated_at": by_group["window_start"],
         "version": pa.array(np.ones(n, dtype=np.int64)),
     }

@@ -188,6 +188,9 @@ class SparkConfig(_Model):
     #: bootstrap servers named (bounded, never a silent stall).
     kafka_timeout_s: float = Field(10, gt=0)
     kafka_retries: int = Field(2, ge=0)
+    #: A running job keeps retrying an unreachable Kafka (restarting its queries from the checkpoint)
+    #: this long before it exits with code 3; at start-up it fails at once.
+    kafka_outage_s: float = Field(600, gt=0)
     #: Seconds between compaction/retention passes over the lake, run in the driver.
     maintenance_interval_s: float = Field(60, gt=0)
 

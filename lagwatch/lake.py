@@ -108,11 +108,14 @@ TABLES: dict[str, Table] = {
                 ("max_time_lag_s", "DOUBLE"),
                 ("partitions", "INTEGER"),
                 ("topics", "VARCHAR"),
+                #: The 1-minute window this status belongs to (one row per group and minute).
+                ("window_start", "TIMESTAMPTZ"),
+                #: When the newest observation behind this status was measured (never in the future).
                 ("updated_at", "TIMESTAMPTZ"),
                 ("version", "BIGINT"),
             ),
-            ("cluster", "group_id", "updated_at"),
-            "updated_at",
+            ("cluster", "group_id", "window_start"),
+            "window_start",
         ),
         Table(
             "dead_letters",

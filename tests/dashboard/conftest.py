@@ -180,6 +180,7 @@ def _status_rows(t: dt.datetime) -> list[dict[str, Any]]:
             "max_time_lag_s": time_lag,
             "partitions": kw.get("partitions", 1),
             "topics": kw.get("topics", "orders"),
+            "window_start": ts.replace(second=0, microsecond=0),
             "updated_at": ts,
             "version": kw.get("version", 2),
         }

@@ -55,6 +55,7 @@ def group_status(
         "group_id": group_id,
         "status": status,
         "reason": f"{status} reason",
+        "window_start": at(ts - ts % 60),
         "updated_at": at(ts),
         **values,
     }

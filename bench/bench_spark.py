@@ -1,0 +1,285 @@
+"""Spark job benchmarks (DESIGN §7): sustained samples/s, p95 freshness at a 2 s trigger, peak RSS.
+
+1. Throughput: N samples (LAGWATCH_BENCH_SPARK_SAMPLES, default 1,000,000) are preloaded into a
+   tansu topic with producer batching (fast), then one single-record batch per partition so
+   every partition's reported end offset is exact again (tansu quirk, DESIGN §6). The real
+   `lagwatch stream --available-now` runs as a subprocess; samples/s = N / the span from the
+   first batch's start to the last batch's end, taken from the job's own pipeline_progress rows
+   (JVM start-up excluded: it is paid once per process, not per sample).
+2. Freshness: the job runs continuously at `trigger_s = 2` on a fresh topic while a producer
+   feeds live samples stamped with the current time; freshness per batch is the job's own
+   pipeline_progress `freshness_s` (report time − newest event time written), p95 over batches.
+3. Peak RSS of the driver JVM, the Python driver and the Python workers, sampled from /proc.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.common import Result
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLES = int(os.environ.get("LAGWATCH_BENCH_SPARK_SAMPLES", "1000000"))
+PARTITIONS = 6
+SERIES = 5_000
+LIVE_RATE = 1_000  # samples/s fed during the freshness run (one record per produce batch on tansu)
+LIVE_SECONDS = 60
+
+
+def _sample_json(i: int, ts: int, cluster: str) -> bytes:
+    """Contract-1 JSON built from a template: make_sample costs ~60 µs, far too slow for millions."""
+    entity = i % SERIES
+    return (
+        f'{{"v":1,"id":"{cluster}-{i:012d}","ts":{ts},"cluster":"{cluster}","source":"admin","collector":"bench",'
+        f'"metric":"log_end_offset","kind":"counter","value":{float(i)},"broker":null,"topic":"t{entity % 100}",'
+        f'"partition":{entity},"group_id":null,"client_id":null}}'
+    ).encode()
+
+
+def preload(servers: str, topic: str, count: int) -> float:
+    from confluent_kafka import Producer
+
+    from lagwatch.kafka import ensure_topic
+
+    ensure_topic({"bootstrap.servers": servers}, topic, PARTITIONS)
+    producer = Producer(
+        {
+            "bootstrap.servers": servers,
+            "linger.ms": 50,
+            "batch.num.messages": 10_000,
+            "queue.buffering.max.messages": 2_000_000,
+            "compression.type": "lz4",
+        }
+    )
+    start_ms = int(time.time() * 1000) - 3_600_000
+    step_ms = min(15_000, 3_600_000 // max(1, count // SERIES))  # every series sampled each step, over the last hour
+    started = time.monotonic()
+    for i in range(count):
+        ts = start_ms + (i // SERIES) * step_ms
+        value = _sample_json(i, ts, "bench")
+        while True:
+            try:
+                producer.produce(topic, value, partition=(i % SERIES) % PARTITIONS)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        if i % 20_000 == 0:
+            producer.poll(0)
+            if i % 200_000 == 0:
+                print(f"bench_spark: preloaded {i:,} samples", file=sys.stderr, flush=True)
+    producer.flush(120)
+    exact = Producer({"bootstrap.servers": servers, "batch.num.messages": 1, "linger.ms": 0})
+    for partition in range(PARTITIONS):  # one single-record batch per partition: exact end offsets
+        exact.produce(topic, _sample_json(count + partition, start_ms, "bench"), partition=partition)
+    exact.flush(30)
+    return time.monotonic() - started
+
+
+def _write_config(directory: Path, servers: str, topic: str, trigger_s: float) -> Path:
+    path = directory / "config.toml"
+    path.write_text(
+        f"""
+[cluster]
+name = "bench"
+bootstrap_servers = "{servers}"
+[transport]
+samples_topic = "{topic}"
+samples_partitions = {PARTITIONS}
+[lake]
+path = "{directory / "lake"}"
+duckdb_path = "{directory / "lagwatch.duckdb"}"
+[spark]
+trigger_s = {trigger_s}
+checkpoint_dir = "{directory / "checkpoints"}"
+[spark.conf]
+"spark.driver.memory" = "2g"
+"""
+    )
+    return path
+
+
+@dataclass
+class RssPeaks:
+    """Peak resident memory (MB) per role in the job's process tree, sampled every 0.5 s."""
+
+    jvm: float = 0.0
+    driver: float = 0.0
+    workers: float = 0.0
+    total: float = 0.0
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def watch(self, root_pid: int) -> threading.Thread:
+        thread = threading.Thread(target=self._loop, args=(root_pid,), daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _loop(self, root_pid: int) -> None:
+        while not self._stop.is_set():
+            jvm = driver = workers = 0.0
+            for pid, command, rss in _tree(root_pid):
+                if pid == root_pid:
+                    driver += rss
+                elif "java" in command:
+                    jvm += rss
+                elif "python" in command:
+                    workers += rss
+            self.jvm, self.driver = max(self.jvm, jvm), max(self.driver, driver)
+            self.workers, self.total = max(self.workers, workers), max(self.total, jvm + driver + workers)
+            time.sleep(0.5)
+
+
+def _tree(root: int) -> list[tuple[int, str, float]]:
+    children: dict[int, list[int]] = {}
+    info: dict[int, tuple[str, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            rss_pages = int((entry / "statm").read_text().split()[1])
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+        info[int(entry.name)] = (command, rss_pages * os.sysconf("SC_PAGE_SIZE") / 2**20)
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        if pid in info:
+            found.append((pid, *info[pid]))
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def _stream(config_path: Path, log: Path, available_now: bool) -> subprocess.Popen[bytes]:
+    command = [sys.executable, "-m", "lagwatch.cli", "--config", str(config_path), "stream"]
+    if available_now:
+        command.append("--available-now")
+    with open(log, "ab") as out:
+        return subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+
+def _progress(directory: Path) -> list[tuple[str, float, float, int, float | None]]:
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        return con.execute(
+            "select query, epoch_ms(ts) / 1000.0, coalesce(batch_duration_ms, 0) / 1000.0, input_rows, freshness_s "
+            f"from read_parquet('{directory / 'lake' / 'pipeline_progress'}/date=2*/*.parquet')"
+        ).fetchall()
+    finally:
+        con.close()
+
+
+def throughput(servers: str, directory: Path) -> tuple[float, RssPeaks, str]:
+    topic = "bench-throughput"
+    preload_s = preload(servers, topic, SAMPLES)
+    config_path = _write_config(directory, servers, topic, trigger_s=2)
+    peaks = RssPeaks()
+    job = _stream(config_path, directory / "throughput.log", available_now=True)
+    peaks.watch(job.pid)
+    code = job.wait(1800)
+    peaks.stop()
+    if code != 0:
+        raise RuntimeError(f"stream --available-now exited {code}; see {directory / 'throughput.log'}")
+    rows = _progress(directory)
+    rollups = [r for r in rows if r[0] == "rollups" and r[3] > 0]
+    processed = sum(r[3] for r in rollups)
+    span = max(r[1] for r in rows) - min(r[1] - r[2] for r in rows if r[3] > 0)
+    note = f"{processed:,} samples in {len(rollups)} batches over {span:.1f} s; preload {preload_s:.0f} s"
+    return processed / span, peaks, note
+
+
+def freshness(servers: str, directory: Path) -> tuple[float, str]:
+    from confluent_kafka import Producer
+
+    from lagwatch.kafka import ensure_topic
+
+    topic = "bench-live"
+    ensure_topic({"bootstrap.servers": servers}, topic, PARTITIONS)
+    config_path = _write_config(directory, servers, topic, trigger_s=2)
+    job = _stream(config_path, directory / "live.log", available_now=False)
+    producer = Producer({"bootstrap.servers": servers, "batch.num.messages": 1, "linger.ms": 0})
+    try:
+        started = time.monotonic()
+        lake_progress = directory / "lake" / "pipeline_progress"
+        while not any(lake_progress.glob("date=2*/*rollups*.parquet")):  # job is up and has run a batch
+            producer.produce(topic, _sample_json(0, int(time.time() * 1000), "live"), partition=0)
+            producer.poll(0)
+            time.sleep(0.5)
+            if job.poll() is not None or time.monotonic() - started > 300:
+                raise RuntimeError(f"live job did not start; see {directory / 'live.log'}")
+        warm = time.time()
+        sent = 0
+        end = time.monotonic() + LIVE_SECONDS
+        while time.monotonic() < end:
+            tick = time.monotonic()
+            now_ms = int(time.time() * 1000)
+            for _ in range(LIVE_RATE // 10):
+                producer.produce(topic, _sample_json(sent, now_ms, "live"), partition=sent % PARTITIONS)
+                sent += 1
+            producer.poll(0)
+            time.sleep(max(0.0, 0.1 - (time.monotonic() - tick)))
+        producer.flush(30)
+        time.sleep(6)  # let the last batches land
+    finally:
+        job.send_signal(signal.SIGTERM)
+        try:
+            job.wait(60)
+        except subprocess.TimeoutExpired:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
+    values = sorted(
+        r[4] for r in _progress(directory) if r[0] == "rollups" and r[4] is not None and r[1] >= warm and r[3] > 0
+    )
+    if not values:
+        raise RuntimeError("no freshness figures recorded")
+    p95 = values[min(len(values) - 1, round(0.95 * (len(values) - 1)))]
+    return (
+        p95,
+        f"{sent:,} live samples at {LIVE_RATE}/s, {len(values)} batches, median {values[len(values) // 2]:.1f} s",
+    )
+
+
+def run() -> list[Result]:
+    from lagwatch.broker import EmbeddedBroker
+
+    with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp, EmbeddedBroker() as broker:
+        base = Path(tmp)
+        (base / "throughput").mkdir()
+        (base / "live").mkdir()
+        rate, peaks, note = throughput(broker.bootstrap_servers, base / "throughput")
+        p95, live_note = freshness(broker.bootstrap_servers, base / "live")
+    return [
+        Result("sustained samples/s (local[2], --available-now)", rate, "samples/s", 150_000, "min", note),
+        Result("p95 freshness at 2 s trigger", p95, "s", 5, "max", live_note),
+        Result("peak RSS driver JVM", peaks.jvm, "MB", None, note="spark.driver.memory 2g"),
+        Result("peak RSS Python driver", peaks.driver, "MB", None),
+        Result("peak RSS Python workers (sum)", peaks.workers, "MB", None),
+        Result("peak RSS whole job", peaks.total, "MB", None),
+    ]
+
+
+if __name__ == "__main__":
+    for result in run():
+        print(f"{result.name}: {result.figure:,.2f} {result.unit} ({result.verdict}) {result.note}")

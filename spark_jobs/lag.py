@@ -1,0 +1,301 @@
+"""Lag analytics in the stream: lag_1m rows per group-partition and group_status rows per group.
+
+Input: the admin collector's `committed_offset` and `consumer_lag` samples (source 'admin',
+labels group_id/topic/partition). The two samples of one partition from one collector cycle
+share a ts; paired, they give committed offset, lag and so the log-end offset at that moment
+(end = committed + lag, both read in the same cycle, DESIGN §2). `log_end_offset` samples are
+per partition, not per group, and need no pairing: the end offset is already implied here.
+
+State is kept per (cluster, group) — all partitions of a group in one place, so a group's
+status is computed from every partition's newest state even when one micro-batch carries only
+some of them. Groups are hashed into ``STATE_BUCKETS`` buckets (one Python call per bucket,
+not per group: see windows.py for why); a bucket's state is a pickled dict of
+:class:`~spark_jobs.lag_status.PartitionTracker` state tuples keyed by group, then
+(topic, partition) (:func:`encode_groups` / :func:`decode_groups`).
+The judgement itself lives in ``lag_status.py``.
+
+The rows come out of the job's one stateful operator (``rollups.py``) with a ``table`` column;
+in foreachBatch, :func:`lag_1m_rows` and :func:`group_status_rows` (or ``rollups.table_rows``)
+select each table's rows and columns (every lake column except `version`).
+
+Rows emitted per batch: one lag_1m row per group-partition and 1-minute window that received
+an observation (values as of the newest observation in that window), and one group_status row
+per group touched, as of its newest window (window_start = that minute, updated_at = the newest
+observation's time, so a status is never stamped in the future).
+A group-partition not observed for ``2 × lag.window_s`` leaves the state (topic deleted, group
+no longer committing to it); until then it still counts in its group's status, so an empty
+group that stopped consuming keeps being evaluated.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from lagwatch.config import LagConfig
+from spark_jobs.lag_status import PartitionReport, PartitionTracker, Thresholds, summarize_group
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+log = logging.getLogger(__name__)
+
+PERIOD_MS = 60_000
+LAG_METRICS = ("committed_offset", "consumer_lag")
+
+LAG_1M_COLUMNS: tuple[str, ...] = (
+    "cluster",
+    "window_start",
+    "window_end",
+    "group_id",
+    "topic",
+    "partition",
+    "committed_offset",
+    "end_offset",
+    "lag",
+    "lag_max",
+    "consume_rate",
+    "produce_rate",
+    "time_lag_s",
+    "time_lag_method",
+    "eta_s",
+    "status",
+    "reason",
+    "rule",
+)
+GROUP_STATUS_COLUMNS: tuple[str, ...] = (
+    "cluster",
+    "group_id",
+    "status",
+    "reason",
+    "rule",
+    "total_lag",
+    "max_lag",
+    "max_time_lag_s",
+    "partitions",
+    "topics",
+    "window_start",
+    "updated_at",
+)
+GroupTracks = dict[tuple[str, int], PartitionTracker]
+
+
+def lag_windows(parsed: DataFrame, lag_config: LagConfig, watermark_s: float) -> DataFrame:
+    """Streaming lag_1m + group_status rows (column ``table``); see the module docstring.
+
+    Spark allows one such stateful operator per query, so the job uses
+    :func:`spark_jobs.rollups.rollups` for windows and lag at once; this is the lag part alone.
+    In foreachBatch: ``lag_1m_rows(batch)`` and ``group_status_rows(batch)``.
+    """
+    from spark_jobs.rollups import rollups
+
+    return rollups(parsed, watermark_s, lag_config=lag_config, sizes=())
+
+
+def lag_1m_rows(batch: DataFrame) -> DataFrame:
+    """The lag_1m rows of one micro-batch of :func:`lag_windows` (lake columns except version)."""
+    from spark_jobs.rollups import table_rows
+
+    return table_rows(batch, "lag_1m")
+
+
+def group_status_rows(batch: DataFrame) -> DataFrame:
+    """The group_status rows of one micro-batch of :func:`lag_windows` (lake columns except version)."""
+    from spark_jobs.rollups import table_rows
+
+    return table_rows(batch, "group_status")
+
+
+def is_lag_sample() -> Any:
+    """The samples lag analytics reads: admin committed offsets and lags of a group's partition."""
+    from pyspark.sql import functions as F
+
+    return (
+        (F.col("source") == "admin")
+        & F.col("metric").isin(*LAG_METRICS)
+        & F.col("group_id").isNotNull()
+        & F.col("topic").isNotNull()
+        & F.col("partition").isNotNull()
+    )
+
+
+def encode_groups(groups: dict[tuple[str, str], GroupTracks]) -> bytes:
+    plain = {key: {where: track.to_state() for where, track in tracks.items()} for key, tracks in groups.items()}
+    return pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode_groups(blob: bytes) -> dict[tuple[str, str], GroupTracks]:
+    plain = pickle.loads(blob)
+    return {
+        key: {where: PartitionTracker.from_state(saved) for where, saved in tracks.items()}
+        for key, tracks in plain.items()
+    }
+
+
+def pair_observations(samples: pd.DataFrame) -> pd.DataFrame:
+    """committed_offset + consumer_lag samples of the same partition and ts → one observation row.
+
+    A sample without its partner (the other one lost or not yet arrived) is not an
+    observation: lag must come from the same cycle as the committed offset. ``pkey`` (a hash
+    of cluster, group, topic, partition, computed by Spark) keeps this numeric: sorting and
+    comparing strings per sample cost more than the whole lag judgement.
+    Result: one row per observation, sorted by (pkey, ts).
+    """
+    key = samples["pkey"].to_numpy(np.int64)
+    ts = samples["ts"].to_numpy(np.int64)
+    is_lag = (samples["metric"] == "consumer_lag").to_numpy()
+    order = np.lexsort((is_lag, ts, key))
+    key, ts, is_lag = key[order], ts[order], is_lag[order]
+    same_next = (key[1:] == key[:-1]) & (ts[1:] == ts[:-1])
+    last_of_kind = np.r_[~(same_next & (is_lag[1:] == is_lag[:-1])), True]  # duplicates: keep the last
+    order, key, ts, is_lag = order[last_of_kind], key[last_of_kind], ts[last_of_kind], is_lag[last_of_kind]
+    pair_start = np.flatnonzero((key[1:] == key[:-1]) & (ts[1:] == ts[:-1]) & ~is_lag[:-1] & is_lag[1:])
+    unpaired = len(order) - 2 * len(pair_start)
+    if unpaired:
+        log.debug("%d lag sample(s) without their same-cycle partner were skipped", unpaired)
+    committed_rows, lag_rows = order[pair_start], order[pair_start + 1]
+    values = samples["value"].to_numpy(np.float64)
+    paired = samples.iloc[committed_rows][["cluster", "group_id", "topic", "partition", "ts", "pkey"]]
+    paired = paired.reset_index(drop=True)
+    paired["committed"] = np.round(values[committed_rows]).astype(np.int64)
+    paired["lag"] = np.round(np.clip(values[lag_rows], 0, None)).astype(np.int64)
+    return paired
+
+
+def update_lag(
+    samples: pd.DataFrame,
+    groups: dict[tuple[str, str], GroupTracks],
+    lag_config: LagConfig,
+    watermark_ms: int,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Fold a batch into the groups' trackers (in place); return (lag_1m, group_status) columns."""
+    observations = pair_observations(samples)
+    keys = ["cluster", "group_id", "topic", "partition"]
+    codes = observations["pkey"].to_numpy(np.int64)
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.empty(0, int)
+    ends = np.r_[starts[1:], len(codes)]
+    cluster, group_id, topic, partition, ts, committed, lag = (
+        observations[c].tolist() for c in (*keys, "ts", "committed", "lag")
+    )
+    partition_rows: list[tuple[Any, ...]] = []
+    newest_period: dict[tuple[str, str], int] = {}
+    newest_report: dict[tuple[str, str, str, int], PartitionReport] = {}
+    thresholds_of: dict[str, Thresholds] = {}
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        group_key, where = (cluster[start], group_id[start]), (topic[start], int(partition[start]))
+        thresholds = thresholds_of.get(group_key[1]) or thresholds_of.setdefault(
+            group_key[1], Thresholds.for_group(lag_config, group_key[1])
+        )
+        track = groups.setdefault(group_key, {}).setdefault(where, PartitionTracker())
+        observed = zip(ts[start:end], committed[start:end], lag[start:end], strict=True)
+        for report in fold_observations(track, thresholds, observed):
+            partition_rows.append(_partition_row(group_key, where, report))
+            period = report.ts_ms - report.ts_ms % PERIOD_MS
+            newest_period[group_key] = max(newest_period.get(group_key, period), period)
+            newest_report[(*group_key, *where)] = report
+    group_rows = [
+        _group_row(key, groups[key], period, lag_config, newest_report) for key, period in newest_period.items()
+    ]
+    _forget_silent(groups, watermark_ms, lag_config)
+    return _columns(partition_rows, LAG_1M_COLUMNS), _columns(group_rows, GROUP_STATUS_COLUMNS)
+
+
+def _columns(rows: list[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Row tuples → column arrays (object arrays; rollups.py types them), times stay epoch ms."""
+    if not rows:
+        return {}
+    return {name: np.array(values, dtype=object) for name, values in zip(names, zip(*rows, strict=True), strict=True)}
+
+
+def fold_observations(
+    track: PartitionTracker, thresholds: Thresholds, observations: Iterable[tuple[int, int, int]]
+) -> list[PartitionReport]:
+    """Observe in time order; one report per 1-minute window, taken at its newest observation."""
+    reports: list[PartitionReport] = []
+    pending = False
+    for ts, committed, lag in observations:
+        if ts <= track.last_ts_ms:
+            continue  # duplicate or out of order: see PartitionTracker.observe
+        if pending and ts - ts % PERIOD_MS != track.period_start_ms:
+            reports.append(track.report(thresholds))
+        pending = track.observe(ts, committed, lag, thresholds, PERIOD_MS)
+    if pending:
+        reports.append(track.report(thresholds))
+    return reports
+
+
+def _partition_row(group_key: tuple[str, str], where: tuple[str, int], report: PartitionReport) -> tuple[Any, ...]:
+    """A lag_1m row in LAG_1M_COLUMNS order (times in epoch ms)."""
+    period = report.ts_ms - report.ts_ms % PERIOD_MS
+    return (
+        group_key[0],
+        period,
+        period + PERIOD_MS,
+        group_key[1],
+        where[0],
+        where[1],
+        report.committed_offset,
+        report.end_offset,
+        report.lag,
+        report.lag_max,
+        report.consume_rate,
+        report.produce_rate,
+        report.time_lag_s,
+        report.time_lag_method,
+        report.eta_s,
+        report.status,
+        report.reason,
+        report.rule,
+    )
+
+
+def _group_row(
+    group_key: tuple[str, str],
+    tracks: GroupTracks,
+    period: int,
+    lag_config: LagConfig,
+    fresh_reports: dict[tuple[str, str, str, int], PartitionReport],
+) -> tuple[Any, ...]:
+    """A group_status row: every partition seen within one window of the group's newest observation.
+
+    Partitions observed in this batch use the report just made; the others are re-judged
+    from their state (so a partition that went quiet still ages towards STOP).
+    """
+    thresholds = Thresholds.for_group(lag_config, group_key[1])
+    newest = max(track.last_ts_ms for track in tracks.values())
+    recent_ms = newest - int(lag_config.window_s * 1000)
+    summary = summarize_group(
+        (topic, partition, fresh_reports.get((*group_key, topic, partition)) or track.report(thresholds))
+        for (topic, partition), track in tracks.items()
+        if track.last_ts_ms >= recent_ms
+    )
+    return (
+        group_key[0],
+        group_key[1],
+        summary.status,
+        summary.reason,
+        summary.rule,
+        summary.total_lag,
+        summary.max_lag,
+        summary.max_time_lag_s,
+        summary.partitions,
+        summary.topics,
+        period,
+        newest,
+    )
+
+
+def _forget_silent(groups: dict[tuple[str, str], GroupTracks], watermark_ms: int, lag_config: LagConfig) -> None:
+    """Drop partitions not observed for two windows behind the watermark, then empty groups."""
+    oldest_ms = watermark_ms - int(2 * lag_config.window_s * 1000)
+    for group_key in list(groups):
+        tracks = groups[group_key]
+        for where in [w for w, track in tracks.items() if track.last_ts_ms < oldest_ms]:
+            del tracks[where]
+        if not tracks:
+            del groups[group_key]

@@ -1,0 +1,401 @@
+"""Consumer-lag judgement for one group-partition, in plain Python (no Spark needed to test it).
+
+The streaming job (`spark_jobs/lag.py`) feeds each (cluster, group, topic, partition) its
+observations in time order — one per collector cycle: the committed offset and the lag the
+collector measured in the same cycle (DESIGN §2), so the log-end offset at that moment is
+``committed + lag``. A :class:`PartitionTracker` keeps, per partition of a group:
+
+- the log-end history ``(ts, end)``, bounded (``history_points``) by thinning the older half,
+  and compressed (a flat run keeps only its first and last point), so time lag can be
+  interpolated far back without unbounded state;
+- the sliding commit window ``(ts, committed, lag)`` spanning ``window_s`` (Burrow's window);
+- when the committed offset last changed, and the current 1-minute window's running lag max.
+
+Time lag (kafka-lag-exporter's method): the moment the log-end offset reached the committed
+offset is interpolated linearly between the last history point at or below it and the next
+point above it; time lag = observation time − that moment. Caught up (lag 0) is 0 s
+(`caught_up`); with too few points, or a committed offset older than the oldest point kept,
+it is NULL with method `unknown` and the reason says why — never a made-up number, never
+NaN or inf. (No extrapolation from the produce rate: a guess would look like a measurement.)
+
+Status (Burrow's rules over the commit window; the first rule that matches wins):
+
+1. lag 0 at the newest observation → OK (`caught_up`).
+2. the committed offset went back between two observations in the window → REWIND (`rewind`).
+3. lag > 0 and the committed offset has not changed for longer than ``stop_after_s``
+   (default: the window, ``window_s``) → STOP (`stop`): "STOP: no commit for 12m > window 10m".
+4. lag > 0 and the committed offset is the same at every observation of the window, with at
+   least ``min_window_points`` observations → STALL (`stall`).
+   Burrow tells STALL (consumer commits, offset does not move) from STOP (no commits) by
+   commit timestamps; the collector only sees committed offsets, so here the difference is
+   duration: not moving for a whole window (with enough observations) is STALL, not moving
+   for longer than ``stop_after_s`` is STOP.
+5. lag never fell during the window, rose overall, over ≥ ``min_window_points`` observations,
+   → WARN (`lag_rising`).
+6. per-group thresholds (``[lag.group_thresholds]``): lag > ``warn_lag`` → WARN (`warn_lag`);
+   time lag > ``warn_time_lag_s`` → WARN (`warn_time_lag_s`).
+7. otherwise OK (`ok`).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lagwatch.config import LagConfig
+
+#: Group status is the worst partition status; this is the order of "worse".
+STATUS_SEVERITY: dict[str, int] = {"OK": 0, "WARN": 1, "REWIND": 2, "STALL": 3, "STOP": 4, "ERR": 5}
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """The knobs one group is judged by: LagConfig defaults merged with its group_thresholds."""
+
+    window_s: float
+    stop_after_s: float
+    stop_after_name: str  # how the reason names the STOP limit: "window" or "stop_after_s"
+    min_window_points: int
+    min_history_points: int
+    history_points: int
+    warn_lag: float | None = None
+    warn_time_lag_s: float | None = None
+
+    @classmethod
+    def for_group(cls, config: LagConfig, group_id: str) -> Thresholds:
+        overrides = config.group_thresholds.get(group_id, {})
+        stop_after = overrides.get("stop_after_s")
+        return cls(
+            window_s=config.window_s,
+            stop_after_s=config.window_s if stop_after is None else stop_after,
+            stop_after_name="window" if stop_after is None else "stop_after_s",
+            min_window_points=config.min_window_points,
+            min_history_points=config.min_history_points,
+            history_points=config.history_points,
+            warn_lag=overrides.get("warn_lag"),
+            warn_time_lag_s=overrides.get("warn_time_lag_s"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class TimeLag:
+    seconds: float | None
+    method: str  # caught_up | interpolated | unknown
+    note: str = ""  # why it is unknown
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    status: str
+    rule: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionReport:
+    """One lag_1m row's measured values for the newest observation of a partition."""
+
+    ts_ms: int
+    committed_offset: int
+    end_offset: int
+    lag: int
+    lag_max: int
+    consume_rate: float | None
+    produce_rate: float | None
+    time_lag_s: float | None
+    time_lag_method: str
+    eta_s: float | None
+    status: str
+    rule: str
+    reason: str
+
+
+def format_duration(seconds: float) -> str:
+    """12m, 45s, 2m30s, 1h05m: short enough for a reason string, exact enough for a human."""
+    whole = round(seconds)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m" if secs == 0 else f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+def _clock(ts_ms: int) -> str:
+    """UTC time of day, HH:MM:SS (arithmetic, not strftime: this runs for many rows per batch)."""
+    minutes, seconds = divmod(ts_ms // 1000 % 86_400, 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours:02d}:{minutes:02d}:{seconds:02d}"
+
+
+def _number(value: float) -> str:
+    return f"{value:g}" if value != int(value) else str(int(value))
+
+
+def append_history(history_ts: list[int], history_end: list[int], ts_ms: int, end: int, max_points: int) -> None:
+    """Add a log-end point in place, keeping the history non-decreasing and bounded.
+
+    A lower end offset than the last point means the partition was truncated or recreated:
+    the old history no longer describes these offsets, so it restarts. A flat run keeps only
+    its first and last point (the last is "the end was still here at ts", which is what the
+    interpolation needs). Over ``max_points``, every second point of the older half goes:
+    the recent past stays exact and the far past gets coarser instead of disappearing.
+    """
+    if history_ts and ts_ms <= history_ts[-1]:
+        return
+    if history_end and end < history_end[-1]:
+        history_ts.clear()
+        history_end.clear()
+    if len(history_end) >= 2 and history_end[-1] == history_end[-2] == end:
+        history_ts[-1] = ts_ms
+        return
+    history_ts.append(ts_ms)
+    history_end.append(end)
+    if len(history_ts) > max_points:
+        half = len(history_ts) // 2
+        history_ts[:half] = history_ts[:half:2]
+        history_end[:half] = history_end[:half:2]
+
+
+def interpolate_time_lag(
+    history_ts: Sequence[int],
+    history_end: Sequence[int],
+    committed: int,
+    lag: int,
+    now_ms: int,
+    min_points: int,
+) -> TimeLag:
+    """Seconds since the log-end offset reached the committed offset (see module docstring)."""
+    if lag <= 0:
+        return TimeLag(0.0, "caught_up")
+    points = len(history_ts)
+    if points < min_points:
+        return TimeLag(None, "unknown", f"time lag unknown: {points} log-end point(s), need {min_points}")
+    below = bisect_right(history_end, committed) - 1
+    if below < 0:
+        return TimeLag(
+            None,
+            "unknown",
+            f"time lag unknown: committed offset {committed} is older than the log-end history "
+            f"(oldest point {history_end[0]} at {_clock(history_ts[0])})",
+        )
+    if below == points - 1:
+        return TimeLag(
+            None,
+            "unknown",
+            f"time lag unknown: log-end history ends at {history_end[-1]}, not above committed offset {committed}",
+        )
+    t0, e0 = history_ts[below], history_end[below]
+    t1, e1 = history_ts[below + 1], history_end[below + 1]
+    reached_ms = t0 + (committed - e0) * (t1 - t0) / (e1 - e0)
+    seconds = max(0.0, (now_ms - reached_ms) / 1000.0)
+    if not math.isfinite(seconds):  # defensive: offsets beyond float range
+        return TimeLag(None, "unknown", "time lag unknown: offsets out of range")
+    return TimeLag(seconds, "interpolated")
+
+
+def _rate(first: int, last: int, span_ms: int) -> float | None:
+    """Offsets per second; None without a time span or when offsets went back (no meaningful rate)."""
+    if span_ms <= 0 or last < first:
+        return None
+    return (last - first) * 1000.0 / span_ms
+
+
+def judge(
+    window_ts: Sequence[int],
+    window_committed: Sequence[int],
+    window_lag: Sequence[int],
+    committed_since_ms: int,
+    time_lag_s: float | None,
+    thresholds: Thresholds,
+) -> Verdict:
+    """Burrow's rules plus per-group thresholds over one partition's commit window (module docstring)."""
+    now_ms, committed, lag = window_ts[-1], window_committed[-1], window_lag[-1]
+    if lag <= 0:
+        return Verdict("OK", "caught_up", "OK: caught up (lag 0)")
+    for i in range(len(window_committed) - 1, 0, -1):
+        if window_committed[i] < window_committed[i - 1]:
+            return Verdict(
+                "REWIND",
+                "rewind",
+                f"REWIND: committed offset went back from {window_committed[i - 1]} to {window_committed[i]} "
+                f"at {_clock(window_ts[i])}",
+            )
+    unchanged_s = (now_ms - committed_since_ms) / 1000.0
+    if unchanged_s > thresholds.stop_after_s:
+        return Verdict(
+            "STOP",
+            "stop",
+            f"STOP: no commit for {format_duration(unchanged_s)} > {thresholds.stop_after_name} "
+            f"{format_duration(thresholds.stop_after_s)} (committed offset {committed}, lag {lag})",
+        )
+    points = len(window_ts)
+    if points >= thresholds.min_window_points and window_committed[0] == committed:
+        return Verdict(
+            "STALL",
+            "stall",
+            f"STALL: committed offset {committed} not moving for {format_duration(unchanged_s)} "
+            f"({points} observations) while lag is {lag}",
+        )
+    if (
+        points >= thresholds.min_window_points
+        and lag > window_lag[0]
+        and all(window_lag[i] >= window_lag[i - 1] for i in range(1, points))
+    ):
+        return Verdict(
+            "WARN",
+            "lag_rising",
+            f"WARN: lag rising from {window_lag[0]} to {lag} over {format_duration((now_ms - window_ts[0]) / 1000)} "
+            f"({points} observations)",
+        )
+    if thresholds.warn_lag is not None and lag > thresholds.warn_lag:
+        return Verdict("WARN", "warn_lag", f"WARN: lag {lag} > warn_lag {_number(thresholds.warn_lag)}")
+    if thresholds.warn_time_lag_s is not None and time_lag_s is not None and time_lag_s > thresholds.warn_time_lag_s:
+        return Verdict(
+            "WARN",
+            "warn_time_lag_s",
+            f"WARN: time lag {format_duration(time_lag_s)} > "
+            f"warn_time_lag_s {format_duration(thresholds.warn_time_lag_s)}",
+        )
+    return Verdict("OK", "ok", f"OK: lag {lag}, no rule matched")
+
+
+@dataclass(slots=True)
+class PartitionTracker:
+    """Streaming state of one group-partition; pickled into the Spark state store."""
+
+    history_ts: list[int] = field(default_factory=list)
+    history_end: list[int] = field(default_factory=list)
+    window_ts: list[int] = field(default_factory=list)
+    window_committed: list[int] = field(default_factory=list)
+    window_lag: list[int] = field(default_factory=list)
+    committed_since_ms: int = 0
+    period_start_ms: int = -1
+    period_lag_max: int = 0
+
+    def to_state(self) -> tuple[Any, ...]:
+        """Plain tuple for pickling: C-speed, unlike a slots dataclass's Python-level __setstate__."""
+        return (
+            self.history_ts,
+            self.history_end,
+            self.window_ts,
+            self.window_committed,
+            self.window_lag,
+            self.committed_since_ms,
+            self.period_start_ms,
+            self.period_lag_max,
+        )
+
+    @classmethod
+    def from_state(cls, saved: tuple[Any, ...]) -> PartitionTracker:
+        return cls(*saved)
+
+    @property
+    def last_ts_ms(self) -> int:
+        return self.window_ts[-1] if self.window_ts else -1
+
+    def observe(self, ts_ms: int, committed: int, lag: int, thresholds: Thresholds, period_ms: int) -> bool:
+        """Take one observation; False (and no change) for a duplicate or out-of-order one."""
+        if ts_ms <= self.last_ts_ms:
+            return False
+        if not self.window_committed or committed != self.window_committed[-1]:
+            self.committed_since_ms = ts_ms
+        period_start = ts_ms - ts_ms % period_ms
+        if period_start != self.period_start_ms:
+            self.period_start_ms, self.period_lag_max = period_start, lag
+        else:
+            self.period_lag_max = max(self.period_lag_max, lag)
+        append_history(self.history_ts, self.history_end, ts_ms, committed + lag, thresholds.history_points)
+        self.window_ts.append(ts_ms)
+        self.window_committed.append(committed)
+        self.window_lag.append(lag)
+        self._trim_window(ts_ms - int(thresholds.window_s * 1000))
+        return True
+
+    def _trim_window(self, oldest_ms: int) -> None:
+        keep_from = bisect_right(self.window_ts, oldest_ms)
+        if keep_from >= len(self.window_ts):  # never drop the newest observation
+            keep_from = len(self.window_ts) - 1
+        if keep_from > 0:
+            del self.window_ts[:keep_from], self.window_committed[:keep_from], self.window_lag[:keep_from]
+
+    def report(self, thresholds: Thresholds) -> PartitionReport:
+        """The lag_1m values as of the newest observation."""
+        now_ms, committed, lag = self.window_ts[-1], self.window_committed[-1], self.window_lag[-1]
+        span_ms = now_ms - self.window_ts[0]
+        consume_rate = _rate(self.window_committed[0], committed, span_ms)
+        produce_rate = _rate(self.window_committed[0] + self.window_lag[0], committed + lag, span_ms)
+        time_lag = interpolate_time_lag(
+            self.history_ts, self.history_end, committed, lag, now_ms, thresholds.min_history_points
+        )
+        verdict = judge(
+            self.window_ts,
+            self.window_committed,
+            self.window_lag,
+            self.committed_since_ms,
+            time_lag.seconds,
+            thresholds,
+        )
+        return PartitionReport(
+            ts_ms=now_ms,
+            committed_offset=committed,
+            end_offset=committed + lag,
+            lag=lag,
+            lag_max=self.period_lag_max,
+            consume_rate=consume_rate,
+            produce_rate=produce_rate,
+            time_lag_s=time_lag.seconds,
+            time_lag_method=time_lag.method,
+            eta_s=eta_seconds(lag, consume_rate, produce_rate),
+            status=verdict.status,
+            rule=verdict.rule,
+            reason=f"{verdict.reason}; {time_lag.note}" if time_lag.note else verdict.reason,
+        )
+
+
+def eta_seconds(lag: int, consume_rate: float | None, produce_rate: float | None) -> float | None:
+    """Time to catch up at the current rates; None when the consumer is not gaining."""
+    if lag <= 0:
+        return 0.0
+    if consume_rate is None or produce_rate is None or consume_rate <= produce_rate:
+        return None
+    return lag / (consume_rate - produce_rate)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    status: str
+    rule: str
+    reason: str
+    total_lag: int
+    max_lag: int
+    max_time_lag_s: float | None
+    partitions: int
+    topics: str
+
+
+def summarize_group(partitions: Iterable[tuple[str, int, PartitionReport]]) -> GroupSummary:
+    """A group's status is its worst partition's, with that partition named in the reason."""
+    rows = sorted(partitions, key=lambda item: (item[0], item[1]))
+    if not rows:
+        raise ValueError("summarize_group needs at least one partition report")
+    worst_topic, worst_partition, worst = max(rows, key=lambda item: STATUS_SEVERITY.get(item[2].status, 0))
+    not_ok = sum(1 for _, _, report in rows if report.status != "OK")
+    time_lags = [report.time_lag_s for _, _, report in rows if report.time_lag_s is not None]
+    reason = f"{worst.reason} [{worst_topic}/{worst_partition}]"
+    if not_ok:
+        reason += f"; {not_ok} of {len(rows)} partitions not OK"
+    return GroupSummary(
+        status=worst.status,
+        rule=worst.rule,
+        reason=reason,
+        total_lag=sum(report.lag for _, _, report in rows),
+        max_lag=max(report.lag for _, _, report in rows),
+        max_time_lag_s=max(time_lags) if time_lags else None,
+        partitions=len(rows),
+        topics=",".join(sorted({topic for topic, _, _ in rows})),
+    )

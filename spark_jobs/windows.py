@@ -1,0 +1,300 @@
+"""Event-time tumbling windows (10 s, 1 min) of every metric series: the metrics_10s/metrics_1m rows.
+
+Why a stateful pandas function and not ``groupBy(window(...)).agg(...)``: a counter's rate in a
+window needs the sample *before* the window (the increase from the previous sample counts in
+the window of the later sample), and a counter reset (broker restart: value < previous) must
+count the new value as the increase. That is per-series state across windows and batches,
+which Spark's built-in aggregation does not keep.
+
+Why buckets: one Python call per series would cost ~1 ms each (pandas frame + state object
+per group), far too slow for hundreds of thousands of series. Series are hashed into buckets
+instead (``rollups.py`` runs the one stateful operator); each call handles a whole bucket with
+numpy, and a bucket's state per window size is one npz blob of column arrays:
+
+- series table: series id → (ts, value) of the newest sample seen;
+- open windows: (series id, window start) → samples, min, max, sum, first/last (by ts),
+  the summed counter increase and the ts its span starts at (the previous sample's ts).
+
+Rules (also in docs/rollups.md for operators):
+
+- rate_per_s = Σ increases / (last sample ts in window − ts of the sample before the first
+  increase), for counters only; NULL for gauges or when no sample precedes any in the window.
+- A sample whose ts is not newer than the newest one already seen for its series is dropped:
+  that is a duplicate (same ts; a retried produce that escaped upstream dedup) or an
+  out-of-order straggler (Kafka keeps one entity's samples in order, so this should not
+  happen). Counting it could double a sample or corrupt the increase chain.
+- A window whose end is at or below the watermark is closed: its state is dropped and it is
+  never emitted again (re-emitting from partial state would overwrite the complete row in the
+  lake, where the newest version wins). A sample arriving for a closed window still advances
+  its series' last (ts, value), so the next window's rate stays right.
+- A series with no sample for ``SERIES_TTL_MS`` past the watermark is forgotten; its next
+  sample then has no predecessor (rate NULL for that window, as for a brand-new series).
+- The series id is a 64-bit hash of the labels (collision odds ~1e-8 at a million series).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+log = logging.getLogger(__name__)
+
+#: Forget a silent series this long after the watermark passed its last sample (1 hour).
+SERIES_TTL_MS = 3_600_000
+LABEL_COLUMNS: tuple[str, ...] = ("broker", "topic", "partition", "group_id", "client_id")
+SERIES_COLUMNS: tuple[str, ...] = ("cluster", "source", "metric", "kind", *LABEL_COLUMNS)
+_SEPARATOR = "\u001f"
+#: Output rows as column arrays (times in epoch ms), assembled by rollups.py.
+Columns = dict[str, np.ndarray]
+_NULL = "\u0000"
+
+OUTPUT_DDL = (
+    "cluster string, window_start timestamp, window_end timestamp, source string, metric string, kind string, "
+    "broker string, topic string, partition int, group_id string, client_id string, samples bigint, "
+    "min double, max double, avg double, first double, last double, rate_per_s double"
+)
+STATE_DDL = "blob binary"
+
+_SERIES_FIELDS = ("sid", "last_ts", "last_value")
+_WINDOW_FIELDS = (
+    "sid",
+    "wstart",
+    "samples",
+    "min",
+    "max",
+    "sum",
+    "first_ts",
+    "first",
+    "last_ts",
+    "last",
+    "increase",
+    "span_start",
+)
+
+
+def window_millis(size: str) -> int:
+    """'10 seconds' / '1 minute' / '5 minutes' → milliseconds; a clear error for anything else."""
+    match = re.fullmatch(r"\s*(\d+)\s*(second|seconds|minute|minutes)\s*", size)
+    if not match:
+        raise ValueError(f"window size {size!r}: expected e.g. '10 seconds' or '1 minute'")
+    amount = int(match.group(1))
+    if amount <= 0:
+        raise ValueError(f"window size {size!r} must be positive")
+    return amount * (60_000 if match.group(2).startswith("minute") else 1_000)
+
+
+def metric_windows(parsed: DataFrame, size: str, watermark_s: float) -> DataFrame:
+    """Streaming rows of metrics_10s / metrics_1m for one window size (lake columns except `version`).
+
+    ``parsed`` has PARSED_SAMPLE_SCHEMA (deduplicated upstream). Each micro-batch emits the
+    *current* aggregate of every open window it touched (append mode; the lake keeps the newest
+    version per key); write it with foreachBatch. Spark allows one such stateful operator per
+    query, so the job uses :func:`spark_jobs.rollups.rollups` for both sizes and lag at once;
+    this is the same computation for one size.
+    """
+    from spark_jobs.rollups import WINDOW_TABLES, rollups, table_rows
+
+    if size not in WINDOW_TABLES:
+        raise ValueError(f"window size {size!r}: the lake has tables for {', '.join(WINDOW_TABLES)}")
+    table = WINDOW_TABLES[size]
+    return table_rows(rollups(parsed, watermark_s, lag_config=None, sizes=(size,)), table)
+
+
+def series_id_column() -> Any:
+    """64-bit hash of the series labels; nulls are spelled out so (null, 'a') ≠ ('a', null)."""
+    from pyspark.sql import functions as F
+
+    parts = [F.coalesce(F.col(name).cast("string"), F.lit(_NULL)) for name in SERIES_COLUMNS]
+    return F.xxhash64(F.concat_ws(_SEPARATOR, *parts))
+
+
+def empty_series() -> dict[str, np.ndarray]:
+    return {"sid": np.empty(0, np.int64), "last_ts": np.empty(0, np.int64), "last_value": np.empty(0, np.float64)}
+
+
+def empty_windows() -> dict[str, np.ndarray]:
+    floats = ("min", "max", "sum", "first", "last", "increase")
+    return {name: np.empty(0, np.float64 if name in floats else np.int64) for name in _WINDOW_FIELDS}
+
+
+def encode_state(series: dict[str, np.ndarray], windows: dict[str, np.ndarray]) -> bytes:
+    """Column arrays → one npz blob (numpy's own format: no pickle, stable across versions)."""
+    buffer = io.BytesIO()
+    arrays = {f"s_{k}": series[k] for k in _SERIES_FIELDS} | {f"w_{k}": windows[k] for k in _WINDOW_FIELDS}
+    np.savez(buffer, **arrays)
+    return buffer.getvalue()
+
+
+def decode_state(blob: bytes) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    with np.load(io.BytesIO(blob), allow_pickle=False) as data:
+        series = {k: data[f"s_{k}"] for k in _SERIES_FIELDS}
+        windows = {k: data[f"w_{k}"] for k in _WINDOW_FIELDS}
+    return series, windows
+
+
+def update_windows(
+    batch: pd.DataFrame,
+    series: dict[str, np.ndarray],
+    windows: dict[str, np.ndarray],
+    size_ms: int,
+    watermark_ms: int,
+) -> tuple[Columns, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Fold one batch of samples into a bucket's state; return (columns to emit, series, windows).
+
+    Pure pandas/numpy so it can be tested and profiled without Spark. ``batch`` has columns
+    sid, ts, value and the series label columns; ``series``/``windows`` are sorted by key.
+    """
+    samples = _new_samples(batch, series)
+    if samples.empty:
+        return {}, series, windows
+    sid = samples["sid"].to_numpy(np.int64)
+    ts = samples["ts"].to_numpy(np.int64)
+    value = samples["value"].to_numpy(np.float64)
+    prev_ts, prev_value = _previous_samples(sid, ts, value, series)
+    has_prev = prev_ts >= 0
+    is_counter = (samples["kind"].to_numpy() == "counter") & has_prev
+    delta = value - prev_value
+    increase = np.where(is_counter, np.where(delta >= 0, delta, value), 0.0)
+    span_from = np.where(is_counter, prev_ts, np.iinfo(np.int64).max)
+
+    wstart = ts - ts % size_ms
+    starts = np.flatnonzero(np.r_[True, (sid[1:] != sid[:-1]) | (wstart[1:] != wstart[:-1])])
+    ends = np.r_[starts[1:], len(sid)] - 1
+    fresh = {
+        "sid": sid[starts],
+        "wstart": wstart[starts],
+        "samples": np.add.reduceat(np.ones_like(ts), starts),
+        "min": np.minimum.reduceat(value, starts),
+        "max": np.maximum.reduceat(value, starts),
+        "sum": np.add.reduceat(value, starts),
+        "first_ts": ts[starts],
+        "first": value[starts],
+        "last_ts": ts[ends],
+        "last": value[ends],
+        "increase": np.add.reduceat(increase, starts),
+        "span_start": np.minimum.reduceat(span_from, starts),
+    }
+    merged = _merge_windows(windows, fresh)
+    open_now = merged["wstart"] + size_ms > watermark_ms
+    touched_open = open_now & merged.pop("touched")
+    rows = _output_rows(merged, touched_open, samples.iloc[starts], fresh, size_ms)
+    windows = {k: v[open_now] for k, v in merged.items()}
+    series = _advance_series(series, sid[ends], ts[ends], value[ends], watermark_ms)
+    return rows, series, windows
+
+
+def _new_samples(batch: pd.DataFrame, series: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Sorted by (series, ts), without duplicates and without samples older than the series' newest."""
+    batch = batch.sort_values(["sid", "ts"], kind="stable").drop_duplicates(["sid", "ts"])
+    sid = batch["sid"].to_numpy(np.int64)
+    known_ts = _lookup(series["sid"], series["last_ts"], sid, default=-1)
+    keep = batch["ts"].to_numpy(np.int64) > known_ts
+    dropped = int((~keep).sum())
+    if dropped:
+        log.debug("dropped %d sample(s) not newer than their series' newest sample", dropped)
+    return batch[keep].reset_index(drop=True)
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray, default: Any) -> np.ndarray:
+    """values[keys == wanted] per element of wanted (keys sorted and unique), default when absent."""
+    if len(keys) == 0:
+        return np.full(len(wanted), default, dtype=values.dtype)
+    pos = np.clip(np.searchsorted(keys, wanted), 0, len(keys) - 1)
+    return np.where(keys[pos] == wanted, values[pos], default)
+
+
+def _previous_samples(
+    sid: np.ndarray, ts: np.ndarray, value: np.ndarray, series: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each sample's predecessor (ts, value) in its series: the row before, or the state's last."""
+    prev_ts = np.r_[-1, ts[:-1]]
+    prev_value = np.r_[np.nan, value[:-1]]
+    first_of_series = np.r_[True, sid[1:] != sid[:-1]]
+    prev_ts[first_of_series] = _lookup(series["sid"], series["last_ts"], sid[first_of_series], default=-1)
+    prev_value[first_of_series] = _lookup(series["sid"], series["last_value"], sid[first_of_series], default=np.nan)
+    return prev_ts, prev_value
+
+
+def _merge_windows(state: dict[str, np.ndarray], fresh: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Combine open-window partials with this batch's (the batch is always later in time)."""
+    state_key = pd.MultiIndex.from_arrays([state["sid"], state["wstart"]])
+    fresh_key = pd.MultiIndex.from_arrays([fresh["sid"], fresh["wstart"]])
+    pos = state_key.get_indexer(fresh_key)
+    old = pos >= 0
+    merged_fresh = dict(fresh)
+    if old.any():
+        p = pos[old]
+        for name in ("samples", "sum", "increase"):
+            merged_fresh[name] = fresh[name].copy()
+            merged_fresh[name][old] += state[name][p]
+        for name, pick in (("min", np.minimum), ("max", np.maximum), ("span_start", np.minimum)):
+            merged_fresh[name] = fresh[name].copy()
+            merged_fresh[name][old] = pick(fresh[name][old], state[name][p])
+        for name in ("first_ts", "first"):
+            merged_fresh[name] = fresh[name].copy()
+            merged_fresh[name][old] = state[name][p]
+    untouched = np.ones(len(state["sid"]), dtype=bool)
+    untouched[pos[old]] = False
+    merged = {name: np.concatenate([state[name][untouched], merged_fresh[name]]) for name in _WINDOW_FIELDS}
+    merged["touched"] = np.r_[np.zeros(int(untouched.sum()), bool), np.ones(len(fresh["sid"]), bool)]
+    order = np.lexsort((merged["wstart"], merged["sid"]))
+    return {name: column[order] for name, column in merged.items()}
+
+
+def _output_rows(
+    merged: dict[str, np.ndarray],
+    emit: np.ndarray,
+    labels: pd.DataFrame,
+    fresh: dict[str, np.ndarray],
+    size_ms: int,
+) -> Columns:
+    """metrics_* columns for the open windows this batch touched; labels come from the batch.
+
+    Plain arrays, times in epoch ms: ``rollups`` assembles every table's rows at once, which
+    is far cheaper than building and concatenating DataFrames.
+    """
+    if not emit.any():
+        return {}
+    out = {name: column[emit] for name, column in merged.items()}
+    label_key = pd.MultiIndex.from_arrays([fresh["sid"], fresh["wstart"]])
+    label_rows = labels.iloc[label_key.get_indexer(pd.MultiIndex.from_arrays([out["sid"], out["wstart"]]))]
+    span_s = (out["last_ts"] - out["span_start"]) / 1000.0
+    has_span = (out["span_start"] != np.iinfo(np.int64).max) & (span_s > 0)
+    rate = np.where(has_span, out["increase"] / np.where(has_span, span_s, 1.0), np.nan)
+    return {
+        **{name: label_rows[name].to_numpy() for name in SERIES_COLUMNS},
+        "window_start": out["wstart"],
+        "window_end": out["wstart"] + size_ms,
+        "samples": out["samples"],
+        "min": out["min"],
+        "max": out["max"],
+        "avg": out["sum"] / out["samples"],
+        "first": out["first"],
+        "last": out["last"],
+        "rate_per_s": rate,
+    }
+
+
+def _advance_series(
+    series: dict[str, np.ndarray], sid: np.ndarray, last_ts: np.ndarray, last_value: np.ndarray, watermark_ms: int
+) -> dict[str, np.ndarray]:
+    """Newest (ts, value) per series; series silent for SERIES_TTL_MS past the watermark are dropped."""
+    keep_old = ~np.isin(series["sid"], sid)
+    merged_sid = np.concatenate([series["sid"][keep_old], sid])
+    merged_ts = np.concatenate([series["last_ts"][keep_old], last_ts])
+    merged_value = np.concatenate([series["last_value"][keep_old], last_value])
+    alive = merged_ts + SERIES_TTL_MS > watermark_ms
+    order = np.argsort(merged_sid[alive], kind="stable")
+    return {
+        "sid": merged_sid[alive][order],
+        "last_ts": merged_ts[alive][order],
+        "last_value": merged_value[alive][order],
+    }

@@ -1,0 +1,69 @@
+"""The lake contract on real files: a reader holding a DuckDB session open while files are written."""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from pathlib import Path
+
+import duckdb
+
+from lagwatch import lake as lakelib
+from spark_jobs.lake_sink import write_batch
+
+WHEN = dt.datetime(2026, 7, 1, 8, 30, tzinfo=dt.UTC)
+
+
+def _window_rows(batch_id: int, windows: int) -> object:
+    return lakelib.rows_to_arrow(
+        "metrics_10s",
+        [
+            {
+                "cluster": "c",
+                "window_start": WHEN + dt.timedelta(seconds=10 * w),
+                "window_end": WHEN + dt.timedelta(seconds=10 * w + 10),
+                "source": "jmx",
+                "metric": "m",
+                "kind": "gauge",
+                "broker": "1",
+                "samples": batch_id + 1,
+                "last": float(batch_id),
+            }
+            for w in range(windows)
+        ],
+    )
+
+
+def test_open_reader_never_blocks_the_writer_and_sees_new_files(tmp_path: Path) -> None:
+    lake, views = tmp_path / "lake", tmp_path / "lagwatch.duckdb"
+    lakelib.write_views_file(lake, views)
+    reader = lakelib.connect_readonly(lake, views)  # held open for the whole test
+    errors: list[BaseException] = []
+    seen: list[int] = []
+    done = threading.Event()
+
+    def keep_querying() -> None:
+        while not done.is_set():
+            try:
+                seen.append(reader.cursor().execute("select count(*) from metrics_10s").fetchone()[0])
+            except duckdb.Error as exc:  # a half-written file or a lock would show up here
+                errors.append(exc)
+
+    thread = threading.Thread(target=keep_querying)
+    thread.start()
+    for batch_id in range(40):
+        write_batch(lake, "metrics_10s", _window_rows(batch_id, windows=batch_id + 1), batch_id, "w")
+    lakelib.write_views_file(lake, views)  # rebuilt while the reader holds the old file open
+    done.set()
+    thread.join()
+
+    assert errors == []
+    assert seen and max(seen) <= 40
+    rows = reader.execute("select count(*), max(samples), min(last) from metrics_10s").fetchone()
+    assert rows == (40, 40, 39.0), "one row per window, newest version (last batch) wins"
+    ts = reader.execute("select min(window_start) from metrics_10s").fetchone()[0]
+    assert ts == WHEN, "TIMESTAMPTZ read back as the same UTC instant"
+    reader.close()
+    fresh = duckdb.connect(str(views), read_only=True)
+    assert fresh.execute("select count(*) from metrics_10s").fetchone()[0] == 40
+    fresh.close()

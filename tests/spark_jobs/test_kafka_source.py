@@ -1,0 +1,87 @@
+"""The confluent-kafka streaming source on a real SparkSession and the real tansu broker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.errors import StreamingQueryException
+
+from lagwatch.broker import free_port
+from spark_jobs import kafka_source
+from spark_jobs.kafka_source import split_row_cap
+
+
+def test_row_cap_is_split_in_proportion_to_backlog() -> None:
+    shares = split_row_cap({"busy": 9_000, "quiet": 1_000, "idle": 0}, cap=1_000)
+    assert shares == {"busy": 900, "quiet": 100, "idle": 0}
+    uneven = split_row_cap({"a": 5, "b": 3, "c": 2}, cap=7)
+    assert sum(uneven.values()) == 7
+    assert all(uneven[k] <= v for k, v in {"a": 5, "b": 3, "c": 2}.items())
+    assert uneven["a"] >= uneven["b"] >= uneven["c"] >= 1
+    assert split_row_cap({"a": 4, "b": 2}, cap=100) == {"a": 4, "b": 2}, "under the cap everything is read"
+
+
+def _read_all(spark: Any, options: dict[str, str], checkpoint: Path) -> list[list[tuple[int, int]]]:
+    """Run the source with trigger(availableNow) and return each batch's (partition, offset) rows."""
+    batches: list[list[tuple[int, int]]] = []
+
+    def keep(batch: Any, _batch_id: int) -> None:
+        batches.append([(r.partition, r.offset) for r in batch.select("partition", "offset").collect()])
+
+    kafka_source.register(spark)
+    frame = spark.readStream.format(kafka_source.SOURCE_NAME).options(**options).load()
+    query = (
+        frame.writeStream.foreachBatch(keep)
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return [b for b in batches if b]
+
+
+def test_reads_exact_ranges_and_resumes_after_restart(
+    spark: Any, broker: Any, kafka: Any, unique: Any, tmp_path: Path
+) -> None:
+    topic = unique("source")
+    kafka.create_topic(topic, 2)
+    kafka.produce(topic, {0: 30, 1: 10})
+    options = kafka_source.source_options({"bootstrap.servers": broker.bootstrap_servers}, topic, max_rows_per_batch=8)
+    checkpoint = tmp_path / "checkpoint"
+
+    first = _read_all(spark, options, checkpoint)
+    assert len(first) == 5, "40 records at 8 per batch"
+    assert all(len(b) <= 8 for b in first)
+    # proportional split: partition 0 holds 3/4 of the backlog, so it gets 6 of every 8 rows
+    assert sum(1 for p, _ in first[0] if p == 0) == 6
+    seen = [row for batch in first for row in batch]
+    assert sorted(seen) == [(0, o) for o in range(30)] + [(1, o) for o in range(10)]
+
+    kafka.produce(topic, {0: 4, 1: 3})
+    second = _read_all(spark, options, checkpoint)
+    resumed = sorted(row for batch in second for row in batch)
+    assert resumed == [(0, o) for o in range(30, 34)] + [(1, o) for o in range(10, 13)], "nothing lost or repeated"
+
+
+def test_starting_offsets_latest_skips_existing_records(
+    spark: Any, broker: Any, kafka: Any, unique: Any, tmp_path: Path
+) -> None:
+    topic = unique("latest")
+    kafka.create_topic(topic, 1)
+    kafka.produce(topic, {0: 5})
+    options = kafka_source.source_options(
+        {"bootstrap.servers": broker.bootstrap_servers}, topic, starting_offsets="latest"
+    )
+    assert _read_all(spark, options, tmp_path / "checkpoint") == [], "the 5 existing records are skipped"
+
+
+def test_unreachable_broker_fails_naming_the_servers(spark: Any, tmp_path: Path) -> None:
+    servers = f"127.0.0.1:{free_port()}"
+    options = kafka_source.source_options({"bootstrap.servers": servers}, "nowhere", timeout_s=1, retries=1)
+    with pytest.raises(StreamingQueryException) as failure:
+        _read_all(spark, options, tmp_path / "checkpoint")
+    message = str(failure.value)
+    assert servers in message
+    assert "did not answer" in message

@@ -1,0 +1,188 @@
+"""Lag judgement without Spark: time lag interpolation, Burrow's statuses, thresholds, group roll-up."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from lagwatch.config import ConfigError, LagConfig, parse_config
+from spark_jobs.lag_status import (
+    PartitionReport,
+    PartitionTracker,
+    Thresholds,
+    append_history,
+    format_duration,
+    interpolate_time_lag,
+    summarize_group,
+)
+
+PERIOD_MS = 60_000
+
+
+def track(
+    observations: list[tuple[int, int, int]], config: LagConfig | None = None, group: str = "g"
+) -> PartitionReport:
+    """Feed (ts_s, committed, lag) observations to a fresh tracker; report as of the last one."""
+    thresholds = Thresholds.for_group(config or LagConfig(), group)
+    tracker = PartitionTracker()
+    for ts_s, committed, lag in observations:
+        assert tracker.observe(ts_s * 1000, committed, lag, thresholds, PERIOD_MS)
+    return tracker.report(thresholds)
+
+
+def test_caught_up_is_ok_with_zero_time_lag():
+    report = track([(0, 100, 5), (15, 150, 0)])
+    assert (report.status, report.rule, report.reason) == ("OK", "caught_up", "OK: caught up (lag 0)")
+    assert (report.time_lag_s, report.time_lag_method, report.eta_s) == (0.0, "caught_up", 0.0)
+    assert (report.committed_offset, report.end_offset, report.lag, report.lag_max) == (150, 150, 0, 5)
+
+
+def test_steady_production_interpolates_time_lag_and_eta():
+    # End offsets 1000, 1150, 1300 (10 records/s); the consumer gains 10 records per 15 s.
+    report = track([(0, 900, 100), (15, 1060, 90), (30, 1220, 80)])
+    # 1220 lies between (15 s, 1150) and (30 s, 1300): reached at 15 + 70/150·15 = 22 s → 8 s ago.
+    assert (report.time_lag_s, report.time_lag_method) == (8.0, "interpolated")
+    assert report.consume_rate == pytest.approx(320 / 30, rel=1e-12)
+    assert report.produce_rate == pytest.approx(10.0, rel=1e-12)
+    assert report.eta_s == pytest.approx(80 / (320 / 30 - 10.0), rel=1e-12)
+    assert (report.status, report.rule, report.reason) == ("OK", "ok", "OK: lag 80, no rule matched")
+
+
+def test_too_short_history_is_unknown_with_reason():
+    report = track([(0, 100, 50)])
+    assert (report.time_lag_s, report.time_lag_method) == (None, "unknown")
+    assert report.reason == "OK: lag 50, no rule matched; time lag unknown: 1 log-end point(s), need 2"
+    assert (report.consume_rate, report.produce_rate, report.eta_s) == (None, None, None)
+
+
+def test_committed_offset_older_than_history_is_unknown():
+    report = track([(0, 100, 900), (15, 200, 950)])
+    assert (report.time_lag_s, report.time_lag_method) == (None, "unknown")
+    assert report.reason.endswith(
+        "time lag unknown: committed offset 200 is older than the log-end history (oldest point 1000 at 00:00:00)"
+    )
+
+
+def test_stop_when_no_commit_for_longer_than_the_window():
+    observations = [(minute * 60, 500, 100 + minute) for minute in range(13)]  # 0 … 12 minutes
+    report = track(observations, LagConfig(window_s=600))
+    assert (report.status, report.rule) == ("STOP", "stop")
+    assert report.reason == (
+        "STOP: no commit for 12m > window 10m (committed offset 500, lag 112); "
+        "time lag unknown: committed offset 500 is older than the log-end history (oldest point 600 at 00:00:00)"
+    )
+
+
+def test_stall_when_committed_offset_does_not_move_within_the_window():
+    report = track([(0, 500, 100), (15, 500, 100), (30, 500, 100)])
+    assert (report.status, report.rule) == ("STALL", "stall")
+    assert report.reason.startswith("STALL: committed offset 500 not moving for 30s (3 observations) while lag is 100")
+
+
+def test_rewind_when_committed_offset_goes_back():
+    report = track([(0, 1000, 10), (15, 1100, 10), (30, 600, 520)])
+    assert (report.status, report.rule) == ("REWIND", "rewind")
+    assert report.reason.startswith("REWIND: committed offset went back from 1100 to 600 at 00:00:30")
+    assert report.consume_rate is None  # offsets went back: no meaningful rate
+
+
+def test_warn_when_lag_rises_across_the_window():
+    report = track([(0, 100, 10), (15, 200, 20), (30, 300, 30)])
+    assert (report.status, report.rule) == ("WARN", "lag_rising")
+    assert report.reason.startswith("WARN: lag rising from 10 to 30 over 30s (3 observations)")
+
+
+def test_two_observations_are_not_enough_for_stall_or_warn():
+    assert track([(0, 500, 100), (15, 500, 100)]).status == "OK"
+    assert track([(0, 100, 10), (15, 200, 20)]).status == "OK"
+
+
+def test_group_thresholds_name_the_threshold():
+    config = LagConfig(
+        group_thresholds={"busy": {"warn_lag": 50}, "slow": {"warn_time_lag_s": 5}, "strict": {"stop_after_s": 120}}
+    )
+    busy = track([(0, 100, 60), (15, 200, 60), (30, 300, 60)], config, "busy")
+    assert (busy.status, busy.rule, busy.reason) == ("WARN", "warn_lag", "WARN: lag 60 > warn_lag 50")
+    slow = track([(0, 900, 100), (15, 1060, 90), (30, 1220, 80)], config, "slow")
+    assert (slow.status, slow.rule, slow.reason) == (
+        "WARN",
+        "warn_time_lag_s",
+        "WARN: time lag 8s > warn_time_lag_s 5s",
+    )
+    strict = track([(0, 500, 10), (60, 500, 20), (180, 500, 30)], config, "strict")
+    assert strict.reason.startswith("STOP: no commit for 3m > stop_after_s 2m (committed offset 500, lag 30);")
+    other = track([(0, 100, 60), (15, 200, 60), (30, 300, 60)], config, "other-group")
+    assert other.status == "OK"
+
+
+def test_unknown_threshold_key_is_a_config_error():
+    with pytest.raises(ConfigError, match="warn_lagg"):
+        parse_config({"lag": {"group_thresholds": {"g": {"warn_lagg": 5}}}}, environ={})
+
+
+def test_duplicate_and_out_of_order_observations_are_ignored():
+    thresholds = Thresholds.for_group(LagConfig(), "g")
+    tracker = PartitionTracker()
+    assert tracker.observe(15_000, 100, 10, thresholds, PERIOD_MS)
+    assert not tracker.observe(15_000, 100, 10, thresholds, PERIOD_MS)
+    assert not tracker.observe(5_000, 90, 10, thresholds, PERIOD_MS)
+    assert tracker.window_ts == [15_000]
+
+
+def test_lag_max_is_per_one_minute_window():
+    report = track([(50, 100, 70), (55, 110, 90), (65, 120, 40), (70, 130, 30)])
+    assert (report.lag, report.lag_max) == (30, 40)
+
+
+def test_history_compresses_flat_runs_resets_on_truncation_and_stays_bounded():
+    ts: list[int] = []
+    end: list[int] = []
+    for t, e in [(1, 10), (2, 10), (3, 10), (4, 10), (5, 20)]:
+        append_history(ts, end, t, e, max_points=100)
+    assert (ts, end) == ([1, 4, 5], [10, 10, 20])
+    append_history(ts, end, 6, 5, max_points=100)  # end went back: partition recreated
+    assert (ts, end) == ([6], [5])
+    for t in range(7, 300):
+        append_history(ts, end, t, t * 10, max_points=8)
+    assert len(ts) <= 8
+    assert ts[-1] == 299 and ts[0] == 6  # recent point exact, oldest point kept: history still reaches back
+    assert end == sorted(end)
+
+
+def test_time_lag_is_never_nan_or_infinite():
+    rng = random.Random(7)
+    for _ in range(300):
+        thresholds = Thresholds.for_group(LagConfig(history_points=6), "g")
+        tracker = PartitionTracker()
+        committed, end = 0, 0
+        for step in range(40):
+            end += rng.choice([0, 0, 1, 5, 1000])
+            committed = rng.choice([committed, min(end, committed + rng.randint(0, 50)), max(0, committed - 30)])
+            tracker.observe(step * 15_000, committed, end - committed, thresholds, PERIOD_MS)
+            report = tracker.report(thresholds)
+            for number in (report.time_lag_s, report.consume_rate, report.produce_rate, report.eta_s):
+                assert number is None or (math.isfinite(number) and number >= 0)
+            assert (report.time_lag_s is None) == (report.time_lag_method == "unknown")
+
+
+def test_interpolation_uses_the_last_point_of_a_flat_run():
+    # End stayed at 500 until 40 s, then reached 600 at 50 s: offset 500 existed only after 40 s.
+    result = interpolate_time_lag([0, 40_000, 50_000], [500, 500, 600], 500, 100, 50_000, 2)
+    assert (result.seconds, result.method) == (10.0, "interpolated")
+
+
+def test_group_takes_its_worst_partition():
+    stop = track([(minute * 60, 500, 100) for minute in range(12)])
+    ok = track([(0, 100, 0)])
+    warn = track([(0, 100, 10), (15, 200, 20), (30, 300, 30)])
+    summary = summarize_group([("t2", 0, ok), ("t1", 1, stop), ("t1", 0, warn)])
+    assert (summary.status, summary.rule) == ("STOP", "stop")
+    assert summary.reason == f"{stop.reason} [t1/1]; 2 of 3 partitions not OK"
+    assert (summary.total_lag, summary.max_lag, summary.partitions, summary.topics) == (130, 100, 3, "t1,t2")
+    assert summary.max_time_lag_s == max(r.time_lag_s for r in (stop, ok, warn) if r.time_lag_s is not None)
+
+
+def test_format_duration():
+    assert [format_duration(s) for s in (45, 600, 150, 3900)] == ["45s", "10m", "2m30s", "1h05m"]

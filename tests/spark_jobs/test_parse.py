@@ -1,0 +1,86 @@
+"""Parsing and validation: every kind of malformed record becomes a dead letter with its reason."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+from lagwatch.samples import make_sample
+from spark_jobs.parse import DEAD_LETTER_RAW_CHARS, parse
+from spark_jobs.schema import KAFKA_RECORD_SCHEMA, PARSED_SAMPLE_SCHEMA
+
+MAX_BYTES = 1024
+TS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+
+
+def _valid(ts: int = TS, value: float = 1.5) -> dict[str, Any]:
+    sample = make_sample(
+        ts=ts,
+        cluster="prod",
+        source="admin",
+        collector="c",
+        metric="consumer_lag",
+        kind="gauge",
+        value=value,
+        group_id="g",
+        topic="t",
+        partition=3,
+    )
+    return json.loads(sample.to_json())
+
+
+def _malformed() -> dict[str, bytes | None]:
+    """reason fragment -> raw record value."""
+    good = _valid()
+    return {
+        "not a JSON object": b"this is not json",
+        "empty record": None,
+        "wrong field type": json.dumps({**good, "value": "high"}).encode(),
+        "missing field(s): metric": json.dumps({k: v for k, v in good.items() if k != "metric"}).encode(),
+        "unsupported schema version v=2": json.dumps({**good, "v": 2}).encode(),
+        "value is not finite": json.dumps({**good, "value": float("nan")}).encode(),  # json.dumps writes NaN
+        "not finite (NaN or Infinity)": json.dumps({**good, "value": float("inf")}).encode(),
+        "oversized": json.dumps({**good, "collector": "x" * (MAX_BYTES * 5)}).encode(),
+        "unknown source 'smoke'": json.dumps({**good, "source": "smoke"}).encode(),
+        "unknown kind 'histogram'": json.dumps({**good, "kind": "histogram"}).encode(),
+    }
+
+
+def _records(spark: Any, values: list[bytes | None]) -> Any:
+    when = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    rows = [(b"k", v, "samples", 0, offset, when) for offset, v in enumerate(values)]
+    return spark.createDataFrame(rows, KAFKA_RECORD_SCHEMA)
+
+
+def test_valid_samples_are_typed_and_bad_ones_become_dead_letters(spark: Any) -> None:
+    bad = _malformed()
+    values = [json.dumps(_valid(TS, 1.0)).encode(), *bad.values(), json.dumps(_valid(TS + 1000, 2.0)).encode()]
+    parsed = parse(_records(spark, values), cluster="job-cluster", max_record_bytes=MAX_BYTES)
+
+    samples = parsed.samples.collect()
+    assert parsed.samples.schema.names == PARSED_SAMPLE_SCHEMA.names
+    assert sorted(s.value for s in samples) == [1.0, 2.0]
+    assert samples[0].event_time.replace(tzinfo=dt.UTC) == dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    assert (samples[0].group_id, samples[0].partition, samples[0].source) == ("g", 3, "admin")
+
+    dead = {row.source_offset: row for row in parsed.dead_letters.collect()}
+    assert sorted(dead) == list(range(1, len(bad) + 1)), "every malformed record, and only those"
+    for offset, (reason, raw) in enumerate(bad.items(), start=1):
+        row = dead[offset]
+        assert reason in row.error, f"offset {offset}: {row.error!r} should mention {reason!r}"
+        assert (row.source_topic, row.source_partition) == ("samples", 0)
+        if raw is not None and len(raw) <= DEAD_LETTER_RAW_CHARS:
+            assert row.raw == raw.decode()
+    assert dead[1].cluster == "job-cluster", "a record that cannot tell its cluster gets the job's"
+    assert dead[3].cluster == "prod", "a readable record keeps its own cluster"
+
+
+def test_oversized_raw_text_is_truncated_and_says_so(spark: Any) -> None:
+    huge = json.dumps({**_valid(), "collector": "y" * (DEAD_LETTER_RAW_CHARS * 3)}).encode()
+    parsed = parse(_records(spark, [huge]), cluster="c", max_record_bytes=MAX_BYTES)
+    (row,) = parsed.dead_letters.collect()
+    assert row.error.startswith(f"oversized: {len(huge)} bytes")
+    assert row.raw.startswith(huge[:100].decode())
+    assert f"truncated to {DEAD_LETTER_RAW_CHARS} of {len(huge)} characters" in row.raw
+    assert len(row.raw) < DEAD_LETTER_RAW_CHARS + 100

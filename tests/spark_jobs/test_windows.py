@@ -1,0 +1,142 @@
+"""metrics_10s / metrics_1m through a real local[2] Spark stream, against hand-computed values.
+
+One stream of five micro-batches covers: a counter across a window boundary and across batches,
+a counter reset, a duplicate and an out-of-order sample, a gauge (no rate), label sets that
+differ only in which label is null, and a window closed by the watermark. Both window sizes
+come from the job's one stateful operator (``rollups``), as in production.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from lagwatch.lake import TABLES
+from spark_jobs.rollups import rollups
+from spark_jobs.windows import window_millis
+from tests.spark_jobs.conftest import newest_by_key, parsed_sample, run_stream, write_batches
+
+S = 1000  # ms
+
+
+def counter(ts_s: float, value: float, broker: str = "1") -> dict:
+    return parsed_sample(int(ts_s * S), "messages_in_total", "counter", value, broker=broker)
+
+
+def gauge(ts_s: float, value: float, **labels: str | None) -> dict:
+    labels = {"broker": "1"} | labels
+    return parsed_sample(int(ts_s * S), "under_replicated_partitions", "gauge", value, **labels)
+
+
+BATCHES = [
+    # batch 0: counter A 100 → 110 → 130 in [0, 10); gauge; counter D starts.
+    [counter(0, 100), counter(4, 110), counter(8, 130), gauge(2, 1), gauge(7, 3), counter(5, 1, broker="D")],
+    # batch 1: A crosses into [10, 20) (+20 from the 8 s sample) then resets to 5 (+5).
+    [counter(12, 150), counter(16, 5), gauge(3, 7, broker=None, topic="1"), gauge(9, 9, broker="1")],
+    # batch 2: A +20; a duplicate (same ts) and an out-of-order sample are ignored.
+    [counter(18, 25), counter(16, 5), counter(9, 999)],
+    # batch 3: A moves the watermark to 100 s − 30 s = 70 s for the next batch; D +10 at 55 s.
+    [counter(100, 45), counter(55, 11, broker="D")],
+    # batch 4: D at 65 s lands in [60, 70), closed (70 ≤ watermark); D at 75 s is +5 from 65 s.
+    [counter(65, 13, broker="D"), counter(75, 18, broker="D")],
+]
+
+
+TABLES_UNDER_TEST = ("metrics_10s", "metrics_1m", "lag_1m")
+
+
+@pytest.fixture(scope="module")
+def emitted(spark, tmp_path_factory) -> dict[str, list[list]]:
+    root = tmp_path_factory.mktemp("windows")
+    source = write_batches(root / "samples", BATCHES)
+
+    return run_stream(
+        spark, source, lambda stream: rollups(stream, 30, lag_config=None), root / "checkpoint", TABLES_UNDER_TEST
+    )
+
+
+def window_row(rows: dict, start_s: int, broker: str | None = "1", metric: str = "messages_in_total", topic=None):
+    start = dt.datetime.fromtimestamp(start_s, tz=dt.UTC)
+    return rows[(start, broker, topic, metric)]
+
+
+def values(row) -> tuple:
+    return (row.samples, row.min, row.max, row.avg, row.first, row.last, row.rate_per_s)
+
+
+def newest(batches):
+    return newest_by_key(batches, lambda r: (r.window_start.replace(tzinfo=dt.UTC), r.broker, r.topic, r.metric))
+
+
+def test_columns_are_the_lake_table_minus_version(emitted):
+    first_batch = emitted["metrics_10s"][0]
+    expected = [name for name in TABLES["metrics_10s"].column_names if name != "version"]
+    assert list(first_batch[0].asDict()) == expected
+    assert len(first_batch) == 3  # A [0,10), gauge [0,10), D [0,10)
+    assert all(rows == [] for rows in emitted["lag_1m"])  # no lag_config: no lag rows
+
+
+def test_ten_second_windows_and_counter_rates(emitted):
+    rows = newest(emitted["metrics_10s"])
+    # [0,10): increases 10 + 20 over 0 → 8 s.
+    assert values(window_row(rows, 0)) == (3, 100.0, 130.0, 340 / 3, 100.0, 130.0, 30 / 8)
+    # [10,20): +20 (8 → 12 s), reset +5, +20; the span starts at the previous window's 8 s sample.
+    assert values(window_row(rows, 10)) == (3, 5.0, 150.0, 60.0, 150.0, 25.0, 45 / 10)
+    # [100,110): +20 from the 18 s sample.
+    assert values(window_row(rows, 100)) == (1, 45.0, 45.0, 45.0, 45.0, 45.0, 20 / 82)
+    gauge_row = window_row(rows, 0, metric="under_replicated_partitions")
+    assert values(gauge_row) == (3, 1.0, 9.0, 13 / 3, 1.0, 9.0, None)
+    assert gauge_row.kind == "gauge" and gauge_row.cluster == "test" and gauge_row.source == "jmx"
+    assert gauge_row.window_end.replace(tzinfo=dt.UTC) - gauge_row.window_start.replace(tzinfo=dt.UTC) == dt.timedelta(
+        seconds=10
+    )
+
+
+def test_series_whose_labels_differ_only_by_null_stay_apart(emitted):
+    rows = newest(emitted["metrics_10s"])
+    assert window_row(rows, 0, broker=None, topic="1", metric="under_replicated_partitions").last == 7.0
+    assert window_row(rows, 0, broker=None, topic="1", metric="under_replicated_partitions").samples == 1
+
+
+def test_open_window_is_re_emitted_as_batches_add_samples(emitted):
+    per_batch = [
+        [values(r) for r in rows if r.broker == "1" and r.metric == "messages_in_total" and r.window_start.second == 10]
+        for rows in emitted["metrics_10s"]
+    ]
+    assert per_batch[1] == [(2, 5.0, 150.0, 77.5, 150.0, 5.0, 25 / 8)]
+    assert per_batch[2] == [(3, 5.0, 150.0, 60.0, 150.0, 25.0, 45 / 10)]
+
+
+def test_window_closed_by_the_watermark_is_not_emitted_again(emitted):
+    rows = newest(emitted["metrics_10s"])
+    d_windows = sorted(start.second + 60 * start.minute for start, broker, _, _ in rows if broker == "D")
+    assert d_windows == [0, 50, 70]  # the 65 s sample's window [60, 70) was closed
+    assert values(window_row(rows, 70, broker="D")) == (1, 18.0, 18.0, 18.0, 18.0, 18.0, 5 / 10)
+
+
+def test_one_minute_windows(emitted):
+    rows = newest(emitted["metrics_1m"])
+    assert values(window_row(rows, 0)) == (6, 5.0, 150.0, 520 / 6, 100.0, 25.0, 75 / 18)
+    assert values(window_row(rows, 60)) == (1, 45.0, 45.0, 45.0, 45.0, 45.0, 20 / 82)
+
+
+def test_window_size_errors_name_the_bad_value():
+    assert (window_millis("10 seconds"), window_millis("1 minute")) == (10_000, 60_000)
+    with pytest.raises(ValueError, match="'ten seconds'"):
+        window_millis("ten seconds")
+
+
+def test_single_table_entry_points_have_the_lake_columns(spark, tmp_path):
+    """metric_windows / lag_windows are the same operator for one table (plan only, nothing runs)."""
+    from lagwatch.config import LagConfig
+    from spark_jobs.lag import lag_windows
+    from spark_jobs.schema import PARSED_SAMPLE_SCHEMA
+    from spark_jobs.windows import metric_windows
+
+    stream = spark.readStream.schema(PARSED_SAMPLE_SCHEMA).parquet(str(tmp_path))
+    expected = [name for name in TABLES["metrics_1m"].column_names if name != "version"]
+    assert metric_windows(stream, "1 minute", watermark_s=30).columns == expected
+    assert "table" in lag_windows(stream, LagConfig(), watermark_s=30).columns
+    with pytest.raises(ValueError, match="'5 minutes'"):
+        metric_windows(stream, "5 minutes", watermark_s=30)
