@@ -143,15 +143,13 @@ def run_up(config: Config, args: argparse.Namespace) -> int:
     logs = config.resolve_path("state") / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
+    # Decided before cluster_for points the config at the broker it starts (then it looks configured).
+    embedded = config.embedded_broker or bool(os.environ.get(EMBEDDED_BOOTSTRAP_ENV))
     with cluster_for(config) as config:
         bootstrap = config.cluster.bootstrap_servers
         check_reachable(cluster_client_config(config))
         print(f"broker {bootstrap} ready in {time.monotonic() - started:.1f} s", flush=True)
-        env = (
-            {**os.environ, EMBEDDED_BOOTSTRAP_ENV: bootstrap}
-            if config.embedded_broker or os.environ.get(EMBEDDED_BOOTSTRAP_ENV)
-            else dict(os.environ)
-        )
+        env = {**os.environ, EMBEDDED_BOOTSTRAP_ENV: bootstrap} if embedded else dict(os.environ)
         parts = _components(config, with_demo=not args.no_demo)
         try:
             for part in parts:

@@ -164,7 +164,7 @@ def test_make_run_stack_judges_groups_alerts_and_shows_it(
     )
     output: list[str] = []
     try:
-        bootstrap = _wait_for_line(process, r"broker (\S+) ready", 60, output).group(1)
+        bootstrap = _wait_for_line(process, r"^broker (\S+:\d+) ready", 60, output).group(1)
         _wait_for_line(process, r"Lagwatch is up", UP_TIMEOUT_S, output)
         up_s = time.monotonic() - started
 

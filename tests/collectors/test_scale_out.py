@@ -7,6 +7,7 @@ group. We read the `up` samples each instance publishes to learn who scraped wha
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import signal
@@ -24,7 +25,9 @@ from confluent_kafka import Consumer, TopicPartition
 
 from lagwatch.broker import EmbeddedBroker, free_port
 
-EXPORTER_TEXT = b"# TYPE kafka_server_replicamanager_partitioncount gauge\nkafka_server_replicamanager_partitioncount 7\n"
+EXPORTER_TEXT = (
+    b"# TYPE kafka_server_replicamanager_partitioncount gauge\nkafka_server_replicamanager_partitioncount 7\n"
+)
 SESSION_TIMEOUT_MS = 6000  # tansu: a group join takes about half of session.timeout.ms
 
 
@@ -109,8 +112,12 @@ def _start_collector(config: Path, name: str, logs: Path) -> subprocess.Popen[by
     config_text = config.read_text().replace("[collect]\n", f'[collect]\ninstance_id = "{name}"\n')
     own = logs / f"{name}.toml"
     own.write_text(config_text)
-    return subprocess.Popen([sys.executable, "-m", "lagwatch.cli", "--config", str(own), "collect"], env=env,
-                            stdout=out, stderr=subprocess.STDOUT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "lagwatch.cli", "--config", str(own), "collect"],
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
 
 
 def _wait_for(condition, timeout_s: float) -> bool:  # type: ignore[no-untyped-def]
@@ -123,9 +130,7 @@ def _wait_for(condition, timeout_s: float) -> bool:  # type: ignore[no-untyped-d
 
 
 @pytest.mark.slow
-def test_two_instances_share_targets_and_survive_kill_9(
-    broker: EmbeddedBroker, exporter: int, tmp_path: Path
-) -> None:
+def test_two_instances_share_targets_and_survive_kill_9(broker: EmbeddedBroker, exporter: int, tmp_path: Path) -> None:
     suffix = uuid.uuid4().hex[:8]
     config = _write_config(tmp_path, broker, exporter, suffix)
     first = _start_collector(config, "collector-a", tmp_path)
@@ -136,8 +141,11 @@ def test_two_instances_share_targets_and_survive_kill_9(
         # Settled: every target scraped, each by exactly one instance, both instances busy.
         def settled() -> bool:
             recent = ups.scrapers_since(int(time.time() * 1000) - 2500)
-            return (set(recent) == all_targets and all(len(s) == 1 for s in recent.values())
-                    and set().union(*recent.values()) == {"collector-a", "collector-b"})
+            return (
+                set(recent) == all_targets
+                and all(len(s) == 1 for s in recent.values())
+                and set().union(*recent.values()) == {"collector-a", "collector-b"}
+            )
 
         assert _wait_for(settled, 60), f"never settled: {ups.scrapers_since(int(time.time() * 1000) - 2500)}"
 
@@ -149,13 +157,11 @@ def test_two_instances_share_targets_and_survive_kill_9(
             recent = ups.scrapers_since(int(time.time() * 1000) - 2500)
             return set(recent) == all_targets and all(s == {"collector-b"} for s in recent.values())
 
-        assert _wait_for(taken_over, 4 * SESSION_TIMEOUT_MS / 1000), (
-            f"not taken over: {ups.scrapers_since(killed_at)}"
-        )
+        assert _wait_for(taken_over, 4 * SESSION_TIMEOUT_MS / 1000), f"not taken over: {ups.scrapers_since(killed_at)}"
         # No target was left unscraped for longer than the session timeout plus a join.
         for target in all_targets:
             stamps = sorted(ts for ts, t, _ in ups.rows if t == target and ts >= killed_at - 2000)
-            gaps = [b - a for a, b in zip(stamps, stamps[1:], strict=False)]
+            gaps = [b - a for a, b in itertools.pairwise(stamps)]
             assert stamps and max(gaps, default=0) <= 3 * SESSION_TIMEOUT_MS, (target, gaps)
     finally:
         for process in (first, second):
