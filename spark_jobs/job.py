@@ -252,8 +252,8 @@ class StreamJob:
 
 def kafka_source_error(message: str) -> str | None:
     """The source's KafkaSourceError text inside a query's failure (Spark wraps it in its own)."""
-    line = next((line for line in message.splitlines() if "KafkaSourceError" in line), None)
-    return None if line is None else line.split("KafkaSourceError:", 1)[-1].strip()
+    line = next((line for line in message.splitlines() if "KafkaSourceError: " in line), None)
+    return None if line is None else line.split("KafkaSourceError: ", 1)[-1].strip()
 
 
 def query_builders(spark: Any, config: Config, paths: JobPaths, available_now: bool) -> dict[str, Callable[[], Any]]:

@@ -26,6 +26,7 @@ pytest_plugins = [
     "tests.fixtures.webhook_receiver",
     "tests.fixtures.kafka_workload",
     "tests.fixtures.alertmanager",
+    "tests.fixtures.exporter",
 ]
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"

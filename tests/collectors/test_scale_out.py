@@ -16,37 +16,15 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from lagwatch.broker import EmbeddedBroker, free_port
+from lagwatch.broker import EmbeddedBroker
+from tests.fixtures.exporter import Exporter
 
-EXPORTER_TEXT = (
-    b"# TYPE kafka_server_replicamanager_partitioncount gauge\nkafka_server_replicamanager_partitioncount 7\n"
-)
 SESSION_TIMEOUT_MS = 6000  # tansu: a group join takes about half of session.timeout.ms
-
-
-@pytest.fixture
-def exporter() -> Iterator[int]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(EXPORTER_TEXT)))
-            self.end_headers()
-            self.wfile.write(EXPORTER_TEXT)
-
-        def log_message(self, *args: object) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield server.server_address[1]
-    server.shutdown()
 
 
 class UpSamples:
@@ -91,9 +69,9 @@ class UpSamples:
         self._consumer.close()
 
 
-def _write_config(tmp_path: Path, broker: EmbeddedBroker, exporter_port: int, suffix: str) -> Path:
+def _write_config(tmp_path: Path, broker: EmbeddedBroker, exporter: Exporter, suffix: str) -> Path:
     targets = "".join(
-        f'[[jmx.targets]]\nbroker = "{b}"\nbackend = "prometheus"\nurl = "http://127.0.0.1:{exporter_port}/m{b}"\n'
+        f'[[jmx.targets]]\nbroker = "{b}"\nbackend = "prometheus"\nurl = "{exporter.url("/m" + str(b))}"\n'
         for b in range(1, 5)
     )
     path = tmp_path / "collect.toml"
@@ -130,7 +108,9 @@ def _wait_for(condition, timeout_s: float) -> bool:  # type: ignore[no-untyped-d
 
 
 @pytest.mark.slow
-def test_two_instances_share_targets_and_survive_kill_9(broker: EmbeddedBroker, exporter: int, tmp_path: Path) -> None:
+def test_two_instances_share_targets_and_survive_kill_9(
+    broker: EmbeddedBroker, exporter: Exporter, tmp_path: Path
+) -> None:
     suffix = uuid.uuid4().hex[:8]
     config = _write_config(tmp_path, broker, exporter, suffix)
     first = _start_collector(config, "collector-a", tmp_path)
