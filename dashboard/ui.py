@@ -110,6 +110,20 @@ def empty(message: str) -> None:
     st.info(message, icon="ℹ️")
 
 
+#: `lagwatch demo` serves broker JMX for brokers named like this (tansu has no JMX of its own).
+SIMULATED_BROKER_PREFIX = "sim-"
+
+
+def simulated_brokers_note(brokers: pd.Series) -> None:
+    """Say so wherever the demo's simulated broker JMX is on screen, so nobody mistakes it for a broker."""
+    simulated = sorted({str(b) for b in brokers.dropna() if str(b).startswith(SIMULATED_BROKER_PREFIX)})
+    if simulated:
+        st.caption(
+            f"Simulated: broker {', '.join(simulated)} is `lagwatch demo`'s JMX simulator; its counters follow "
+            "the demo's real produce and consume counts."
+        )
+
+
 def local_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """Every time column in the viewer's zone, for display."""
     zone = str(state.viewer_zone())

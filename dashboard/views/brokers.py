@@ -95,6 +95,7 @@ def render() -> None:
             ui.empty("No broker metrics in this range: is `lagwatch collect` reaching the JMX targets?")
     else:
         st.subheader("Partition and leader balance")
+        ui.simulated_brokers_note(data["gauges"]["broker"])
         balance(data["gauges"])
         st.subheader("Message and byte rates")
         rate_charts(data["rates"])

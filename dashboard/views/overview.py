@@ -36,6 +36,7 @@ def health_tiles(gauges: pd.DataFrame, ctx: ui.AppContext) -> None:
     columns[1].metric("Brokers down", ui.number(int((up["value"] < 1).sum())) if len(up) else "–")
     for column, (metric, label) in zip(columns[2:], HEALTH_TILES, strict=True):
         column.metric(label, ui.number(_gauge_sum(gauges, metric)))
+    ui.simulated_brokers_note(gauges["broker"])
 
 
 def rates(frame: pd.DataFrame) -> None:

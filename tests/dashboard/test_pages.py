@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.conftest import KnownLake, broker_gauges, group_status, newest
+from tests.dashboard.alerts import lake_rows
+from tests.dashboard.conftest import CLUSTER, KnownLake, broker_gauges, group_status, newest
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 PAGES = ["overview", "brokers", "topics", "groups", "alerts", "sql", "pipeline"]
@@ -242,3 +243,15 @@ def test_empty_lake_says_how_to_fill_it(empty_lake: Path, page: str) -> None:
         assert at.text_area(key="sql_text").value in ("", None)
         return
     assert any("the lake is empty" in i.value.lower() and "lagwatch stream" in i.value for i in at.info)
+
+
+def test_the_demo_s_simulated_broker_is_labelled_simulated(known_lake: KnownLake) -> None:
+    def simulated_captions(page: str) -> list[str]:
+        return [c.value for c in open_page(page).caption if "Simulated" in c.value]
+
+    assert simulated_captions("brokers") == [], "real brokers carry no such label"
+    window = (known_lake.now - dt.timedelta(minutes=2)).timestamp()
+    lake_rows.metric(known_lake.root / "lake", window, "up", 1.0, cluster=CLUSTER, broker="sim-1")
+    for page in ("overview", "brokers"):
+        (caption,) = simulated_captions(page)
+        assert "broker sim-1 is `lagwatch demo`'s JMX simulator" in caption

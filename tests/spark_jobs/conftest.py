@@ -8,6 +8,8 @@ file source with ``maxFilesPerTrigger=1`` replays exactly the micro-batches a te
 from __future__ import annotations
 
 import datetime as dt
+import os
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -43,11 +45,19 @@ def _arrow_schema() -> pa.Schema:
 
 
 def write_batches(directory: Path, batches: Sequence[Sequence[dict[str, Any]]]) -> Path:
-    """One Parquet file per micro-batch, named so the file source reads them in order."""
+    """One Parquet file per micro-batch, in order.
+
+    Spark's file source orders new files by modification time, not by name, and files written
+    within the same clock tick (coarse on some filesystems) may come in any order: each file
+    gets its own mtime, one second apart.
+    """
     directory.mkdir(parents=True, exist_ok=True)
     schema = _arrow_schema()
+    first_mtime = int(time.time()) - len(batches)
     for index, rows in enumerate(batches):
-        pq.write_table(pa.Table.from_pylist(list(rows), schema=schema), directory / f"batch-{index:04d}.parquet")
+        path = directory / f"batch-{index:04d}.parquet"
+        pq.write_table(pa.Table.from_pylist(list(rows), schema=schema), path)
+        os.utime(path, (first_mtime + index, first_mtime + index))
     return directory
 
 
