@@ -6,15 +6,16 @@ Each benchmark runs in its own process so one's JVM or memory does not skew anot
 from __future__ import annotations
 
 import datetime as dt
-import importlib
 import json
 import multiprocessing
 import platform
 import sys
 import time
 from pathlib import Path
+from queue import Empty
+from typing import Any
 
-from bench.common import Result, format_table
+from bench.common import Result, format_table, run_module
 
 #: area -> module exposing run() -> list[Result]
 BENCHMARKS: dict[str, str] = {
@@ -26,23 +27,22 @@ BENCHMARKS: dict[str, str] = {
 }
 
 
-def _run_module(module: str, queue: multiprocessing.Queue) -> None:  # type: ignore[type-arg]
-    try:
-        results = importlib.import_module(module).run()
-        queue.put(("ok", [r.__dict__ for r in results]))
-    except Exception as exc:
-        queue.put(("error", f"{type(exc).__name__}: {exc}"))
-
-
 def run_one(area: str, module: str) -> list[Result]:
+    """Run one benchmark module in a fresh interpreter; a crash becomes a "(failed)" row, never a hang."""
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
-    process = ctx.Process(target=_run_module, args=(module, queue))
+    process = ctx.Process(target=run_module, args=(module, queue))
     started = time.monotonic()
     process.start()
-    status, payload = queue.get()
+    outcome: tuple[str, Any] | None = None
+    while outcome is None and (process.is_alive() or not queue.empty()):
+        try:
+            outcome = queue.get(timeout=1)
+        except Empty:
+            continue
     process.join()
     print(f"bench: {area} finished in {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+    status, payload = outcome or ("error", f"the benchmark process died (exit code {process.exitcode})")
     if status == "error":
         return [Result(name="(failed)", figure=float("nan"), unit="", bar=0, note=str(payload)[:200])]
     return [Result(**r) for r in payload]
@@ -52,13 +52,6 @@ def main(argv: list[str]) -> int:
     chosen = {area: mod for area, mod in BENCHMARKS.items() if not argv or any(a in area or a in mod for a in argv)}
     rows: list[tuple[str, Result]] = []
     for area, module in chosen.items():
-        try:
-            importlib.util.find_spec(module)  # type: ignore[attr-defined]
-        except ModuleNotFoundError:
-            continue
-        if importlib.util.find_spec(module) is None:  # type: ignore[attr-defined]
-            print(f"bench: {module} not present, skipped", file=sys.stderr)
-            continue
         print(f"bench: running {area} ({module})", file=sys.stderr, flush=True)
         rows.extend((area, r) for r in run_one(area, module))
     table = format_table(rows)

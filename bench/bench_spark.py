@@ -3,9 +3,11 @@
 1. Throughput: N samples (LAGWATCH_BENCH_SPARK_SAMPLES, default 1,000,000) are preloaded into a
    tansu topic with producer batching (fast), then one single-record batch per partition so
    every partition's reported end offset is exact again (tansu quirk, DESIGN §6). The real
-   `lagwatch stream --available-now` runs as a subprocess; samples/s = N / the span from the
-   first batch's start to the last batch's end, taken from the job's own pipeline_progress rows
-   (JVM start-up excluded: it is paid once per process, not per sample).
+   `lagwatch stream --available-now` runs as a subprocess in batches of BATCH_ROWS. Sustained
+   samples/s = the rows of every batch after the first / the span from that batch's start to
+   the last one's end, from the job's own pipeline_progress rows (the first batch pays the
+   Python workers' start and code generation once per process); the whole-run figure, first
+   batch included, is reported beside it.
 2. Freshness: the job runs continuously at `trigger_s = 2` on a fresh topic while a producer
    feeds live samples stamped with the current time; freshness per batch is the job's own
    pipeline_progress `freshness_s` (report time − newest event time written), p95 over batches.
@@ -32,6 +34,8 @@ PARTITIONS = 6
 SERIES = 5_000
 LIVE_RATE = 1_000  # samples/s fed during the freshness run (one record per produce batch on tansu)
 LIVE_SECONDS = 60
+#: Batch cap of the throughput run: small enough that 1 M samples make several steady batches.
+BATCH_ROWS = 200_000
 
 
 def _sample_json(i: int, ts: int, cluster: str) -> bytes:
@@ -83,7 +87,9 @@ def preload(servers: str, topic: str, count: int) -> float:
     return time.monotonic() - started
 
 
-def _write_config(directory: Path, servers: str, topic: str, trigger_s: float) -> Path:
+def _write_config(
+    directory: Path, servers: str, topic: str, trigger_s: float, max_rows_per_batch: int = 500_000
+) -> Path:
     path = directory / "config.toml"
     path.write_text(
         f"""
@@ -98,6 +104,7 @@ path = "{directory / "lake"}"
 duckdb_path = "{directory / "lagwatch.duckdb"}"
 [spark]
 trigger_s = {trigger_s}
+max_rows_per_batch = {max_rows_per_batch}
 checkpoint_dir = "{directory / "checkpoints"}"
 [spark.conf]
 "spark.driver.memory" = "2g"
@@ -191,10 +198,23 @@ def _progress(directory: Path) -> list[tuple[str, float, float, int, float | Non
         con.close()
 
 
-def throughput(servers: str, directory: Path) -> tuple[float, RssPeaks, str]:
+@dataclass
+class Throughput:
+    sustained: float  # samples/s over the batches after the first (the JVM and workers warm)
+    whole_run: float  # samples/s from the first batch's start to the last batch's end
+    note: str
+
+
+def _rate(batches: list[tuple[str, float, float, int, float | None]]) -> tuple[int, float]:
+    """Rows and seconds from the first batch's start to the last one's end (progress ts = trigger start)."""
+    rows = sum(b[3] for b in batches)
+    return rows, max(b[1] + b[2] for b in batches) - min(b[1] for b in batches)
+
+
+def throughput(servers: str, directory: Path) -> tuple[Throughput, RssPeaks]:
     topic = "bench-throughput"
     preload_s = preload(servers, topic, SAMPLES)
-    config_path = _write_config(directory, servers, topic, trigger_s=2)
+    config_path = _write_config(directory, servers, topic, trigger_s=2, max_rows_per_batch=BATCH_ROWS)
     peaks = RssPeaks()
     job = _stream(config_path, directory / "throughput.log", available_now=True)
     peaks.watch(job.pid)
@@ -202,12 +222,17 @@ def throughput(servers: str, directory: Path) -> tuple[float, RssPeaks, str]:
     peaks.stop()
     if code != 0:
         raise RuntimeError(f"stream --available-now exited {code}; see {directory / 'throughput.log'}")
-    rows = _progress(directory)
-    rollups = [r for r in rows if r[0] == "rollups" and r[3] > 0]
-    processed = sum(r[3] for r in rollups)
-    span = max(r[1] for r in rows) - min(r[1] - r[2] for r in rows if r[3] > 0)
-    note = f"{processed:,} samples in {len(rollups)} batches over {span:.1f} s; preload {preload_s:.0f} s"
-    return processed / span, peaks, note
+    batches = sorted((r for r in _progress(directory) if r[0] == "rollups" and r[3] > 0), key=lambda r: r[1])
+    if len(batches) < 3:
+        raise RuntimeError(f"only {len(batches)} batches: raise LAGWATCH_BENCH_SPARK_SAMPLES")
+    warm_rows, warm_s = _rate(batches[1:])
+    all_rows, all_s = _rate(batches)
+    note = (
+        f"{warm_rows:,} samples in {len(batches) - 1} batches of ≤ {BATCH_ROWS:,} over {warm_s:.1f} s after the "
+        f"first (warm-up) batch of {batches[0][2]:.1f} s; preload {preload_s:.0f} s"
+    )
+    whole_note = f"{all_rows:,} samples over {all_s:.1f} s, first batch included (JVM start excluded)"
+    return Throughput(warm_rows / warm_s, all_rows / all_s, f"{note}|{whole_note}"), peaks
 
 
 def freshness(servers: str, directory: Path) -> tuple[float, str]:
@@ -268,10 +293,19 @@ def run() -> list[Result]:
         base = Path(tmp)
         (base / "throughput").mkdir()
         (base / "live").mkdir()
-        rate, peaks, note = throughput(broker.bootstrap_servers, base / "throughput")
+        rate, peaks = throughput(broker.bootstrap_servers, base / "throughput")
         p95, live_note = freshness(broker.bootstrap_servers, base / "live")
+    sustained_note, whole_note = rate.note.split("|")
     return [
-        Result("sustained samples/s (local[2], --available-now)", rate, "samples/s", 150_000, "min", note),
+        Result(
+            "sustained samples/s (local[2], --available-now)",
+            rate.sustained,
+            "samples/s",
+            150_000,
+            "min",
+            sustained_note,
+        ),
+        Result("samples/s, whole run incl. warm-up batch", rate.whole_run, "samples/s", None, note=whole_note),
         Result("p95 freshness at 2 s trigger", p95, "s", 5, "max", live_note),
         Result("peak RSS driver JVM", peaks.jvm, "MB", None, note="spark.driver.memory 2g"),
         Result("peak RSS Python driver", peaks.driver, "MB", None),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import resource
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass
@@ -32,6 +33,21 @@ class Result:
         if self.bar is None:
             return "-"
         return f"{'≥' if self.direction == 'min' else '≤'} {self.bar:,g} {self.unit}"
+
+
+def run_module(module: str, queue: Any) -> None:
+    """Child-process entry of `python -m bench`: run `module.run()` and send its results back.
+
+    Lives here, not in bench/__main__.py: a spawned child imports its target by module name,
+    and `__main__` of `python -m bench` is not importable under that name.
+    """
+    import importlib
+
+    try:
+        results = importlib.import_module(module).run()
+        queue.put(("ok", [r.__dict__ for r in results]))
+    except Exception as exc:
+        queue.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
 def peak_rss_mb_children() -> float:

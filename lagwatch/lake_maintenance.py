@@ -1,8 +1,13 @@
 """Lake maintenance: compaction (bounded file count) and retention (bounded age), never in a reader's way.
 
-Compaction: a date partition holding more than `lake.compact_after_files` live files is
-merged into one file that keeps only the newest `version` of every key (what the views show
-anyway), written atomically next to the files it replaces. The replaced files are *not*
+Compaction is tiered so a busy day is not rewritten every pass: when a date partition holds
+more than `lake.compact_after_files` live batch files (the Spark job's `b…` files), those are
+merged into one compacted `c…` file that keeps only the newest `version` of every key (what the
+views show anyway), written atomically next to the files it replaces; when it holds more than
+that many compacted files, they are merged the same way. A partition therefore never holds more
+than about twice the threshold, and each pass rewrites only the files merged, not the whole day.
+Merging one tier while the other keeps older versions of some keys is safe: every row keeps its
+version, and the views pick the newest across all files. The replaced files are *not*
 deleted at once: they go on the table's tombstone list (``_tombstones.json``) and are deleted
 only after `lake.grace_period_s`, so a query that listed them a moment ago still finds them.
 Meanwhile the views see both the merged file and the replaced ones; they deduplicate by key
@@ -152,8 +157,12 @@ def compact_partition(
     tombstones: Tombstones,
     now: float,
 ) -> int:
-    """Merge the partition's live files into one newest-wins file if there are more than `threshold`."""
-    files = _live_files(partition, tombstones)
+    """Merge one tier of the partition's live files (batch files first, else compacted ones) into
+    one newest-wins file once that tier has more than `threshold` files; return how many merged."""
+    live = _live_files(partition, tombstones)
+    batch_files = [f for f in live if not f.name.startswith(COMPACTED_PREFIX)]
+    compacted = [f for f in live if f.name.startswith(COMPACTED_PREFIX)]
+    files = batch_files if len(batch_files) > threshold else compacted
     if len(files) <= threshold:
         return 0
     data = newest_rows(name, files)

@@ -1,17 +1,16 @@
 """`lagwatch stream`: the Spark job from the samples topic to the lake.
 
-Two streaming queries, each with its own checkpoint under `[spark] checkpoint_dir`:
+One streaming query, ``rollups``, with its checkpoint under `[spark] checkpoint_dir`: the
+samples topic → parse (valid samples and dead letters in one frame) → the one stateful
+operator, which drops duplicate samples and passes dead letters straight through
+(:func:`spark_jobs.rollups.rollups`) → metrics_10s, metrics_1m, lag_1m, group_status and
+dead_letters, written by foreachBatch (append of newest versions; readers keep the newest).
+A malformed record is written in the batch that read it; it never waits for the watermark.
 
-- ``rollups``: parse → the one stateful operator, which also drops duplicate samples
-  (:func:`spark_jobs.rollups.rollups`) → metrics_10s, metrics_1m, lag_1m and
-  group_status, written by foreachBatch (append of newest versions; readers keep the newest).
-- ``dead_letters``: parse → the records that failed → dead_letters. It is stateless, so a
-  malformed record never waits for the watermark.
-
-Why the two read the topic separately: Spark allows one sink per query, and the rollups query
-keeps only valid samples past its stateful operator. The Kafka offsets of each query live in its
-checkpoint, so a kill -9 at any moment resumes with the unfinished batch replayed into the
-very same files (see lake_sink.py).
+Why one query: reading and parsing the topic is a third of the job's CPU; a second query for
+the dead letters did it all again. The Kafka offsets live in the checkpoint, so a kill -9 at
+any moment resumes with the unfinished batch replayed into the very same files
+(see lake_sink.py).
 
 SIGTERM / SIGINT stop the queries between batches; `--available-now` processes what the topic
 holds at start and exits 0. Lake compaction and retention run in the driver on a timer.
@@ -45,7 +44,6 @@ from lagwatch.lake_maintenance import maintain_lake
 log = logging.getLogger(__name__)
 
 ROLLUPS_QUERY = "rollups"
-DEAD_LETTERS_QUERY = "dead_letters"
 #: How often the driver loop wakes to check queries, signals and the maintenance timer.
 POLL_S = 1.0
 #: Failures that say nothing about the data: Spark gives a new Python worker a fixed 10 s to
@@ -258,28 +256,20 @@ def kafka_source_error(message: str) -> str | None:
 
 def query_builders(spark: Any, config: Config, paths: JobPaths, available_now: bool) -> dict[str, Callable[[], Any]]:
     """name -> a function that starts that query (again, after a transient failure)."""
-    from spark_jobs.lake_sink import LakeWriter, rows_of_table, whole_batch
-    from spark_jobs.parse import parse
+    from spark_jobs.lake_sink import LakeWriter, rows_of_table
+    from spark_jobs.parse import parse_records
     from spark_jobs.rollups import ROLLUP_TABLES, rollups
     from spark_jobs.source import samples_stream
 
-    def parsed() -> Any:
-        records = samples_stream(spark, config)
-        return parse(records, config.cluster.name, config.spark.max_record_bytes)
-
+    records = parse_records(samples_stream(spark, config), config.cluster.name, config.spark.max_record_bytes)
     # Duplicate sample ids are dropped inside the stateful operator: a sample whose ts is not newer
     # than its series' newest is discarded there (the id is a hash of exactly series + ts), which
     # covers retried produces for as long as the series lives, not just within the watermark.
     # A separate dropDuplicatesWithinWatermark would need a second watermark definition on the
     # same stream, which Spark refuses ("Redefining watermark is disallowed").
-    rolled = rollups(parsed().samples, config.spark.watermark_s, lag_config=config.lag)
-    rollup_writer = LakeWriter(paths.lake, ROLLUPS_QUERY, {t: rows_of_table(t) for t in ROLLUP_TABLES})
-    dead_writer = LakeWriter(paths.lake, DEAD_LETTERS_QUERY, {"dead_letters": whole_batch})
-    dead = parsed().dead_letters
-    return {
-        ROLLUPS_QUERY: partial(_start, rolled, ROLLUPS_QUERY, rollup_writer, config, paths, available_now),
-        DEAD_LETTERS_QUERY: partial(_start, dead, DEAD_LETTERS_QUERY, dead_writer, config, paths, available_now),
-    }
+    rolled = rollups(records, config.spark.watermark_s, lag_config=config.lag)
+    writer = LakeWriter(paths.lake, ROLLUPS_QUERY, {t: rows_of_table(t) for t in ROLLUP_TABLES})
+    return {ROLLUPS_QUERY: partial(_start, rolled, ROLLUPS_QUERY, writer, config, paths, available_now)}
 
 
 def _start(frame: Any, name: str, writer: Any, config: Config, paths: JobPaths, available_now: bool) -> Any:

@@ -6,7 +6,12 @@ explicit column checks stays in the JVM (DESIGN §7 asks for ≥ 150,000 samples
 
 A record that fails any check becomes a `dead_letters` row carrying its raw text (truncated
 to DEAD_LETTER_RAW_CHARS characters, and the row says so), the first reason it failed and its
-topic/partition/offset; the query keeps running. Checks, in order: oversized, empty, not a
+topic/partition/offset; the query keeps running.
+
+The job uses :func:`parse_records`: one frame whose rows are either a valid sample (`error`
+NULL) or a dead letter, so the topic is read and parsed once and both go through one query
+(``rollups.py`` routes the dead letters past its state). :func:`parse` splits the same frame
+into two, for callers that want them apart. Checks, in order: oversized, empty, not a
 JSON object, wrong field types, missing fields, unknown schema version, non-finite value
 (JSON has no NaN, but Python's json.dumps writes `NaN`/`Infinity` by default, and
 `1e400` overflows to infinity), unknown source or kind.
@@ -39,6 +44,18 @@ _BARRIER = "_parse_barrier"
 _JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT, "allowNonNumericNumbers": "true"}
 
 
+#: The dead_letters columns parse_records adds beside PARSED_SAMPLE_SCHEMA (NULL on valid samples,
+#: except `error`, which is NULL exactly there). `cluster` is the sample's own column.
+DEAD_LETTER_COLUMNS: tuple[str, ...] = (
+    "received_at",
+    "source_topic",
+    "source_partition",
+    "source_offset",
+    "raw",
+    "error",
+)
+
+
 @dataclass(frozen=True)
 class Parsed:
     """Both outputs of parsing one stream of raw records."""
@@ -47,14 +64,32 @@ class Parsed:
     dead_letters: DataFrame
 
 
+def parse_records(records: DataFrame, cluster: str, max_record_bytes: int) -> DataFrame:
+    """KAFKA_RECORD_SCHEMA rows → PARSED_SAMPLE_SCHEMA + DEAD_LETTER_COLUMNS, one row per record.
+
+    A valid sample has `error` NULL and NULL dead-letter columns (its raw text is not carried
+    on); a dead letter has NULL sample columns except `cluster` (its own if readable, else the
+    job's). Streaming-safe.
+    """
+    checked = check_records(records, max_record_bytes).where(_keep_barrier())
+    valid = F.col("error").isNull()
+    fields = [f.name for f in PARSED_SAMPLE_SCHEMA.fields if f.name not in ("event_time", "cluster")]
+    dead = {name: F.when(~valid, column) for name, column in _dead_letter_columns().items()}
+    return checked.select(
+        *[F.when(valid, F.col(f"j.{name}")).alias(name) for name in fields],
+        F.when(valid, F.timestamp_millis("j.ts")).alias("event_time"),
+        F.coalesce(F.col("j.cluster"), F.lit(cluster)).alias("cluster"),
+        *[column.alias(name) for name, column in dead.items()],
+        F.col("error"),
+    ).select(*PARSED_SAMPLE_SCHEMA.names, *DEAD_LETTER_COLUMNS)
+
+
 def parse(records: DataFrame, cluster: str, max_record_bytes: int) -> Parsed:
     """Split KAFKA_RECORD_SCHEMA rows into valid samples and dead letters (both streaming-safe)."""
-    checked = check_records(records, max_record_bytes)
-    samples = checked.where(F.col("error").isNull() & _keep_barrier()).select(
-        *[F.col(f"j.{f.name}").alias(f.name) for f in PARSED_SAMPLE_SCHEMA.fields if f.name != "event_time"],
-    )
-    samples = samples.withColumn("event_time", F.timestamp_millis("ts")).select(*PARSED_SAMPLE_SCHEMA.names)
-    return Parsed(samples=samples, dead_letters=dead_letter_rows(checked, cluster))
+    rows = parse_records(records, cluster, max_record_bytes)
+    samples = rows.where(F.col("error").isNull()).select(*PARSED_SAMPLE_SCHEMA.names)
+    dead_letters = rows.where(F.col("error").isNotNull()).select("cluster", *DEAD_LETTER_COLUMNS)
+    return Parsed(samples=samples, dead_letters=dead_letters)
 
 
 def _keep_barrier() -> Column:
@@ -106,8 +141,12 @@ def _first_error(max_record_bytes: int) -> Column:
     )
 
 
-def dead_letter_rows(checked: DataFrame, cluster: str) -> DataFrame:
-    """dead_letters rows; `received_at` is the Kafka timestamp so a replayed batch is identical."""
+def _dead_letter_columns() -> dict[str, Column]:
+    """dead_letters values of a checked record (all but cluster and error).
+
+    `received_at` is the Kafka timestamp, so a replayed batch is identical; raw text is cut at
+    DEAD_LETTER_RAW_CHARS characters and says so.
+    """
     truncated = F.length("text") > DEAD_LETTER_RAW_CHARS
     raw = F.when(
         truncated,
@@ -116,12 +155,10 @@ def dead_letter_rows(checked: DataFrame, cluster: str) -> DataFrame:
             F.format_string(f"… [truncated to {DEAD_LETTER_RAW_CHARS} of %d characters]", F.length("text")),
         ),
     ).otherwise(F.col("text"))
-    return checked.where(F.col("error").isNotNull() & _keep_barrier()).select(
-        F.coalesce(F.col("j.cluster"), F.lit(cluster)).alias("cluster"),
-        F.coalesce(F.col("timestamp"), F.current_timestamp()).alias("received_at"),
-        F.col("topic").alias("source_topic"),
-        F.col("partition").alias("source_partition"),
-        F.col("offset").alias("source_offset"),
-        raw.alias("raw"),
-        F.col("error"),
-    )
+    return {
+        "received_at": F.coalesce(F.col("timestamp"), F.current_timestamp()),
+        "source_topic": F.col("topic"),
+        "source_partition": F.col("partition"),
+        "source_offset": F.col("offset"),
+        "raw": raw,
+    }

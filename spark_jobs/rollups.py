@@ -7,7 +7,10 @@ the samples topic a second time. So every sample is routed once through one shuf
 - each sample goes to its metric series' bucket (``windows.py`` state, one per window size);
 - a lag sample (admin `committed_offset` / `consumer_lag` with a group) goes *also* to its
   group's bucket (``lag.py`` state) — an ``explode`` of a one- or two-element array, not a
-  union, so the source is scanned once.
+  union, so the source is scanned once;
+- a record that failed parsing (input from ``parse.parse_records``: `error` set) goes to a
+  bucket by its offset and comes out unchanged as a `dead_letters` row, touching no state. Its
+  event time is NULL, which leaves the watermark (the maximum event time) alone.
 
 The output is one DataFrame whose ``table`` column names the lake table of each row and whose
 other columns are the union of those tables' columns (all but `version`). In foreachBatch,
@@ -49,7 +52,7 @@ if TYPE_CHECKING:
 #: call per micro-batch doing vectorised work for all its series/groups.
 STATE_BUCKETS = 16
 WINDOW_TABLES = {"10 seconds": "metrics_10s", "1 minute": "metrics_1m"}
-ROLLUP_TABLES: tuple[str, ...] = ("metrics_10s", "metrics_1m", "lag_1m", "group_status")
+ROLLUP_TABLES: tuple[str, ...] = ("metrics_10s", "metrics_1m", "lag_1m", "group_status", "dead_letters")
 _SPARK_TYPES = {
     "VARCHAR": "string",
     "TIMESTAMPTZ": "timestamp",
@@ -87,7 +90,8 @@ def rollups(
     lag_config: LagConfig | None,
     sizes: Sequence[str] = tuple(WINDOW_TABLES),
 ) -> DataFrame:
-    """Streaming rows for metrics_10s, metrics_1m (per ``sizes``) and, with a lag_config, lag_1m and group_status."""
+    """Streaming rows for metrics_10s, metrics_1m (per ``sizes``), with a lag_config lag_1m and group_status,
+    and dead_letters when ``parsed`` comes from ``parse.parse_records`` (has an `error` column)."""
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
@@ -104,6 +108,12 @@ def rollups(
         routes.append((lag.is_lag_sample(), F.struct(F.lit("lag").alias("role"), group_bucket.alias("b"))))
     if not routes:
         raise ValueError("rollups needs at least one window size or a lag_config")
+    dead_columns = _dead_letter_inputs(parsed.columns)
+    if "error" in parsed.columns:
+        valid = F.col("error").isNull()
+        routes = [(valid & cond, route) for cond, route in routes]
+        dead_bucket = F.pmod(F.col("source_offset"), F.lit(STATE_BUCKETS)).cast("int")
+        routes.append((~valid, F.struct(F.lit("dead").alias("role"), dead_bucket.alias("b"))))
     targets = F.filter(F.array(*[F.when(cond, route) for cond, route in routes]), lambda r: r.isNotNull())
     routed = watermarked.select(
         # event_time carries the watermark metadata: without it in the operator's input, Spark
@@ -115,6 +125,7 @@ def rollups(
         "event_time",
         "value",
         *windows.SERIES_COLUMNS,
+        *dead_columns,
     ).select(F.col("route.role").alias("role"), F.col("route.b").alias("bucket"), "*")
     return (
         routed.drop("route")
@@ -127,6 +138,32 @@ def rollups(
             timeoutConf=GroupStateTimeout.NoTimeout,
         )
     )
+
+
+def _dead_letter_inputs(columns: Sequence[str]) -> list[Any]:
+    """The dead-letter columns the operator needs (NULL when the input has only valid samples).
+
+    received_at travels as epoch ms, the form assemble() turns back into a UTC timestamp.
+    """
+    from pyspark.sql import functions as F
+
+    if "error" not in columns:
+        return [F.lit(None).cast(kind).alias(name) for name, kind in DEAD_LETTER_INPUTS.items()]
+    return [
+        F.unix_millis("received_at").alias("received_at"),
+        *[F.col(name) for name in DEAD_LETTER_INPUTS if name != "received_at"],
+    ]
+
+
+#: Dead-letter columns of the operator's input, with their types.
+DEAD_LETTER_INPUTS = {
+    "received_at": "bigint",
+    "source_topic": "string",
+    "source_partition": "int",
+    "source_offset": "bigint",
+    "raw": "string",
+    "error": "string",
+}
 
 
 def table_rows(batch: DataFrame, table: str) -> DataFrame:
@@ -158,6 +195,9 @@ def _rollup_bucket(
         rows, series, open_windows = windows.update_windows(metric_samples, series, open_windows, millis, watermark_ms)
         saved[table] = windows.encode_state(series, open_windows)
         parts.append((table, rows))
+    dead = batch[batch["role"] == "dead"]
+    if not dead.empty:
+        parts.append(("dead_letters", {name: dead[name].to_numpy() for name in ("cluster", *DEAD_LETTER_INPUTS)}))
     lag_samples = batch[batch["role"] == "lag"]
     if lag_config is not None and not lag_samples.empty:
         groups = lag.decode_groups(saved["lag"]) if "lag" in saved else {}

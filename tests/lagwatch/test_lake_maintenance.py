@@ -67,6 +67,31 @@ def test_compaction_bounds_files_keeps_newest_and_waits_for_grace(tmp_path: Path
     assert (lake / "pipeline_progress" / lakelib.SCHEMA_PARTITION / lakelib.SCHEMA_FILE).exists()
 
 
+def test_compaction_is_tiered_so_a_day_is_not_rewritten_every_pass(tmp_path: Path) -> None:
+    lake, views = tmp_path / "lake", tmp_path / "lagwatch.duckdb"
+    lakelib.ensure_lake(lake)
+    config = LakeConfig(path=str(lake), compact_after_files=3, grace_period_s=0)
+    now, batch_id = time.time(), 0
+    for rounds in range(1, 5):  # each round: four batch files (> 3) become one compacted file
+        for _ in range(4):
+            batch_id += 1
+            write_batch(lake, "pipeline_progress", _progress_rows(batch_id, DAY), batch_id, "q")
+        compacted_before = {f for f in _files(lake, DAY) if f.name.startswith("c")}
+        report = maintain_lake(lake, config, now=now + rounds)
+        assert report.compacted == {f"pipeline_progress/date={DAY:%Y-%m-%d}": 4}, "only the batch files merged"
+        assert compacted_before < set(_files(lake, DAY)), "earlier compacted files were left as they were"
+    assert sum(f.name.startswith("c") for f in _files(lake, DAY)) == 4
+
+    report = maintain_lake(lake, config, now=now + 10)  # deletes the merged batch files, then: 4 c-files > 3
+    assert report.compacted == {f"pipeline_progress/date={DAY:%Y-%m-%d}": 4}, "the compacted tier merged"
+    maintain_lake(lake, config, now=now + 11)
+    assert len(_files(lake, DAY)) == 1
+    count, newest_open = _view(
+        lake, views, "select count(*), max(input_rows) filter (where query = 'open') from pipeline_progress"
+    )[0]
+    assert (count, newest_open) == (16 * 3 + 1, 16), "every key once, the open key at its newest version"
+
+
 def test_retention_drops_partitions_older_than_the_table_retention(tmp_path: Path) -> None:
     lake, views = tmp_path / "lake", tmp_path / "lagwatch.duckdb"
     lakelib.ensure_lake(lake)
