@@ -34,7 +34,7 @@ from lagwatch import lake as lakelib
 log = logging.getLogger(__name__)
 
 DATA_DIR = Path(__file__).resolve().parent / ".data" / "dashboard"
-GENERATOR_VERSION = 2
+GENERATOR_VERSION = 3
 DAYS = 7
 TOPICS = 200
 PARTITIONS_PER_TOPIC = 10

@@ -181,10 +181,13 @@ WHERE {_IN_RECENT} AND metric IN ('up', 'scrape_duration_seconds') AND source IN
 GROUP BY ALL ORDER BY source, broker, client_id
 """
 
+#: group_status is keyed by minute (window_start); the filter on it is what reaches the Parquet
+#: scan below the views' dedupe, updated_at (within that minute) then trims the edges.
 SQL_GROUPS_LATEST = """
 SELECT group_id, status, reason, rule, total_lag, max_lag, max_time_lag_s, partitions, topics, updated_at
 FROM group_status
-WHERE cluster = $cluster AND updated_at >= $recent_start AND updated_at < $end
+WHERE cluster = $cluster AND window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end
+  AND updated_at >= $recent_start AND updated_at < $end
 QUALIFY row_number() OVER (PARTITION BY group_id ORDER BY updated_at DESC) = 1
 """
 
@@ -268,7 +271,8 @@ FROM per_window GROUP BY ALL ORDER BY time, topic_partition
 SQL_GROUP_STATUS_HISTORY = """
 SELECT updated_at AS time, status, reason, total_lag
 FROM group_status
-WHERE cluster = $cluster AND updated_at >= $start AND updated_at < $end AND group_id = $group
+WHERE cluster = $cluster AND window_start >= $start - INTERVAL 1 MINUTE AND window_start < $end
+  AND updated_at >= $start AND updated_at < $end AND group_id = $group
 ORDER BY time
 """
 

@@ -115,6 +115,9 @@ def _snapshot_sql(table: str, rules: list[CompiledRule]) -> str:
     time_col = rules[0].source.time_column
     lookback = max(r.lookback_s for r in rules)
     where = f"cluster = $cluster AND {time_col} <= $now AND {time_col} > $now - to_seconds({lookback!r})"
+    source = rules[0].source
+    if source.prune_column:
+        where += f" AND {source.prune_column} > $now - to_seconds({lookback + source.prune_slack_s!r})"
     if table in METRIC_TABLES:
         metrics = sorted({r.metric for r in rules if r.metric})
         where += " AND metric IN (" + ", ".join(f"'{m}'" for m in metrics) + ")"

@@ -74,6 +74,10 @@ class Source:
     series: tuple[str, ...]
     default_lookback_s: float
     has_status: bool = False
+    #: A key column within `prune_slack_s` before the time column: filtering on it too lets DuckDB
+    #: skip old rows below the views' dedupe when the time column is not part of the key.
+    prune_column: str = ""
+    prune_slack_s: float = 0.0
 
 
 #: Integer columns that identify rows rather than measure anything.
@@ -96,7 +100,14 @@ SOURCES: dict[str, Source] = {
         "lag_1m", "window_start", numeric_columns("lag_1m"), ("cluster", "group_id", "topic", "partition"), 180, True
     ),
     "group_status": Source(
-        "group_status", "updated_at", numeric_columns("group_status"), ("cluster", "group_id"), 600, True
+        "group_status",
+        "updated_at",
+        numeric_columns("group_status"),
+        ("cluster", "group_id"),
+        600,
+        True,
+        prune_column="window_start",
+        prune_slack_s=60,
     ),
     "pipeline_progress": Source(
         "pipeline_progress", "ts", numeric_columns("pipeline_progress"), ("cluster", "query"), 300
