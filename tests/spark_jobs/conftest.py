@@ -92,6 +92,17 @@ def run_stream(
     return collected
 
 
+def run_rollups(
+    spark: Any, root: Path, batches: Sequence[Sequence[dict[str, Any]]], lag_config: Any, tables: Sequence[str]
+) -> dict[str, list[list[Any]]]:
+    """The job's rollups operator (30 s watermark) over `batches`, one micro-batch each."""
+    from spark_jobs.rollups import rollups
+
+    source = write_batches(root / "samples", batches)
+    build = lambda stream: rollups(stream, 30, lag_config=lag_config)  # noqa: E731
+    return run_stream(spark, source, build, root / "checkpoint", tables)
+
+
 def newest_by_key(batches: list[list[Any]], key: Callable[[Any], Any]) -> dict[Any, Any]:
     """What the lake shows: the newest version of every key."""
     newest: dict[Any, Any] = {}

@@ -14,8 +14,7 @@ import pytest
 from lagwatch.config import LagConfig
 from lagwatch.lake import TABLES
 from spark_jobs.lag import pair_observations
-from spark_jobs.rollups import rollups
-from tests.spark_jobs.conftest import newest_by_key, parsed_sample, run_stream, write_batches
+from tests.spark_jobs.conftest import newest_by_key, parsed_sample, run_rollups
 
 TABLES_UNDER_TEST = ("metrics_1m", "lag_1m", "group_status")
 LAG_CONFIG = LagConfig(window_s=600, group_thresholds={"g2": {"warn_lag": 50}})
@@ -49,11 +48,7 @@ BATCHES = [
 
 @pytest.fixture(scope="module")
 def emitted(spark, tmp_path_factory) -> dict[str, list[list]]:
-    root = tmp_path_factory.mktemp("lag")
-    source = write_batches(root / "samples", BATCHES)
-    return run_stream(
-        spark, source, lambda stream: rollups(stream, 30, lag_config=LAG_CONFIG), root / "checkpoint", TABLES_UNDER_TEST
-    )
+    return run_rollups(spark, tmp_path_factory.mktemp("lag"), BATCHES, LAG_CONFIG, TABLES_UNDER_TEST)
 
 
 def lag_row(rows: list, group: str, partition: int):

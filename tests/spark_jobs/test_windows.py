@@ -13,9 +13,8 @@ import datetime as dt
 import pytest
 
 from lagwatch.lake import TABLES
-from spark_jobs.rollups import rollups
 from spark_jobs.windows import window_millis
-from tests.spark_jobs.conftest import newest_by_key, parsed_sample, run_stream, write_batches
+from tests.spark_jobs.conftest import newest_by_key, parsed_sample, run_rollups
 
 S = 1000  # ms
 
@@ -48,12 +47,7 @@ TABLES_UNDER_TEST = ("metrics_10s", "metrics_1m", "lag_1m")
 
 @pytest.fixture(scope="module")
 def emitted(spark, tmp_path_factory) -> dict[str, list[list]]:
-    root = tmp_path_factory.mktemp("windows")
-    source = write_batches(root / "samples", BATCHES)
-
-    return run_stream(
-        spark, source, lambda stream: rollups(stream, 30, lag_config=None), root / "checkpoint", TABLES_UNDER_TEST
-    )
+    return run_rollups(spark, tmp_path_factory.mktemp("windows"), BATCHES, None, TABLES_UNDER_TEST)
 
 
 def window_row(rows: dict, start_s: int, broker: str | None = "1", metric: str = "messages_in_total", topic=None):
