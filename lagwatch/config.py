@@ -191,6 +191,9 @@ class SparkConfig(_Model):
     #: A running job keeps retrying an unreachable Kafka (restarting its queries from the checkpoint)
     #: this long before it exits with code 3; at start-up it fails at once.
     kafka_outage_s: float = Field(600, gt=0)
+    #: Python Kafka source: a read that gets no record for this long fails its batch (naming the
+    #: servers and the offset range) instead of hanging; the running job then retries as above.
+    kafka_read_timeout_s: float = Field(120, gt=0)
     #: Seconds between compaction/retention passes over the lake, run in the driver.
     maintenance_interval_s: float = Field(60, gt=0)
 

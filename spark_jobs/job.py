@@ -51,7 +51,7 @@ POLL_S = 1.0
 TRANSIENT_FAILURES = ("Python worker failed to connect back",)
 MAX_RESTARTS = 3
 #: Longest wait between restarts while Kafka is unreachable.
-KAFKA_BACKOFF_MAX_S = 30.0
+KAFKA_BACKOFF_MAX_S = 10.0
 
 
 @dataclass

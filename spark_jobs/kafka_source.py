@@ -100,10 +100,12 @@ def source_options(
     max_rows_per_batch: int | None = None,
     timeout_s: float = 10.0,
     retries: int = 2,
+    read_timeout_s: float = 120.0,
 ) -> dict[str, str]:
     """Build the option map for `spark.readStream.format(SOURCE_NAME)` from a librdkafka dict."""
     options = {f"{KAFKA_OPTION_PREFIX}{k}": str(v) for k, v in client.items()}
     options.update(topic=topic, startingOffsets=starting_offsets, timeoutS=str(timeout_s), retries=str(retries))
+    options["readTimeoutS"] = str(read_timeout_s)
     if max_rows_per_batch:
         options["maxRowsPerBatch"] = str(max_rows_per_batch)
     return options

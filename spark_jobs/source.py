@@ -27,6 +27,7 @@ def python_source(spark: Any, config: Config) -> DataFrame:
         max_rows_per_batch=config.spark.max_rows_per_batch,
         timeout_s=config.spark.kafka_timeout_s,
         retries=config.spark.kafka_retries,
+        read_timeout_s=config.spark.kafka_read_timeout_s,
     )
     return spark.readStream.format(kafka_source.SOURCE_NAME).options(**options).load()
 

@@ -75,6 +75,7 @@ trigger_s = 1
 checkpoint_dir = "{tmp_path / "checkpoints"}"
 kafka_timeout_s = 5
 kafka_retries = 1
+kafka_read_timeout_s = 15
 """
     )
     return path
@@ -122,7 +123,9 @@ def test_broker_paused_60_s_then_resumed_loses_no_sample(
     """SIGSTOP the only broker (transport and monitored cluster) for 60 s under a running pipeline.
 
     The collector keeps scraping the exporter into its bounded buffer, the Spark job's source
-    fails its batches and the job restarts the query from its checkpoint with backoff. After
+    fails its batch (a metadata call after 2 × 5 s, or a read in flight after
+    `kafka_read_timeout_s` = 15 s, both shorter than the pause) and the job restarts the query from
+    its checkpoint with backoff. After
     SIGCONT every sample the collector produced is in the topic exactly once, and the lake's
     windows equal a recomputation from the topic, including the minute the broker was hung.
     """
