@@ -6,8 +6,6 @@ import argparse
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections import defaultdict
@@ -21,10 +19,10 @@ from lagwatch import lake as lakelib
 from lagwatch.kafka import ensure_topic
 from lagwatch.samples import Sample
 from spark_jobs import job
+from tests.fixtures.processes import start_lagwatch
 from tests.spark_jobs.samples_io import gauge_samples, produce_samples, produce_values
 
 START_MS = int(time.time() * 1000) - 600_000  # ten minutes ago: inside any retention, windows long closed
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _lake_query(config: Any, sql: str) -> list[tuple]:
@@ -123,19 +121,6 @@ max_rows_per_batch = 400
     return path
 
 
-def _stream(config_path: Path, log: Path) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with open(log, "ab") as out:
-        return subprocess.Popen(
-            [sys.executable, "-m", "lagwatch.cli", "--config", str(config_path), "stream", "--available-now"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-
-
 @pytest.mark.slow
 def test_kill_9_mid_run_then_restart_counts_every_sample_once(
     broker: Any, unique: Any, tmp_path: Path, artifacts_dir: Path
@@ -151,7 +136,7 @@ def test_kill_9_mid_run_then_restart_counts_every_sample_once(
     log = artifacts_dir / f"{topic}-stream.log"
     rollup_files = tmp_path / "lake" / "metrics_10s"
 
-    first = _stream(config_path, log)
+    first = start_lagwatch(config_path, log, "stream", "--available-now")
     try:
         deadline = time.monotonic() + 400
         while time.monotonic() < deadline and first.poll() is None:
@@ -165,7 +150,7 @@ def test_kill_9_mid_run_then_restart_counts_every_sample_once(
     written_before = len(list(rollup_files.glob("date=2*/b*-rollups.parquet")))
     assert written_before >= 2
 
-    second = _stream(config_path, log)
+    second = start_lagwatch(config_path, log, "stream", "--available-now")
     assert second.wait(600) == 0, f"restart failed; see {log}"
 
     config = load_config(config_path)
