@@ -202,7 +202,8 @@ def _progress(directory: Path) -> list[tuple[str, float, float, int, float | Non
 class Throughput:
     sustained: float  # samples/s over the batches after the first (the JVM and workers warm)
     whole_run: float  # samples/s from the first batch's start to the last batch's end
-    note: str
+    sustained_note: str
+    whole_note: str
 
 
 def _rate(batches: list[tuple[str, float, float, int, float | None]]) -> tuple[int, float]:
@@ -232,7 +233,7 @@ def throughput(servers: str, directory: Path) -> tuple[Throughput, RssPeaks]:
         f"first (warm-up) batch of {batches[0][2]:.1f} s; preload {preload_s:.0f} s"
     )
     whole_note = f"{all_rows:,} samples over {all_s:.1f} s, first batch included (JVM start excluded)"
-    return Throughput(warm_rows / warm_s, all_rows / all_s, f"{note}|{whole_note}"), peaks
+    return Throughput(warm_rows / warm_s, all_rows / all_s, note, whole_note), peaks
 
 
 def freshness(servers: str, directory: Path) -> tuple[float, str]:
@@ -295,7 +296,6 @@ def run() -> list[Result]:
         (base / "live").mkdir()
         rate, peaks = throughput(broker.bootstrap_servers, base / "throughput")
         p95, live_note = freshness(broker.bootstrap_servers, base / "live")
-    sustained_note, whole_note = rate.note.split("|")
     return [
         Result(
             "sustained samples/s (local[2], --available-now)",
@@ -303,9 +303,9 @@ def run() -> list[Result]:
             "samples/s",
             150_000,
             "min",
-            sustained_note,
+            rate.sustained_note,
         ),
-        Result("samples/s, whole run incl. warm-up batch", rate.whole_run, "samples/s", None, note=whole_note),
+        Result("samples/s, whole run incl. warm-up batch", rate.whole_run, "samples/s", None, note=rate.whole_note),
         Result("p95 freshness at 2 s trigger", p95, "s", 5, "max", live_note),
         Result("peak RSS driver JVM", peaks.jvm, "MB", None, note="spark.driver.memory 2g"),
         Result("peak RSS Python driver", peaks.driver, "MB", None),

@@ -189,9 +189,8 @@ class StreamJob:
             delay,
             self.outage.limit_s,
         )
-        if self.stopping.wait(delay):
-            return True
-        self.queries[self.queries.index(query)] = self.builders[query.name]()
+        if not self.stopping.wait(delay):
+            self._restart(query)
         return True
 
     def _restart_if_transient(self, query: Any) -> bool:
@@ -206,8 +205,12 @@ class StreamJob:
             self.restarts,
             MAX_RESTARTS,
         )
-        self.queries[self.queries.index(query)] = self.builders[query.name]()
+        self._restart(query)
         return True
+
+    def _restart(self, query: Any) -> None:
+        """Start the failed query again in its place; it resumes from its checkpoint."""
+        self.queries[self.queries.index(query)] = self.builders[query.name]()
 
     def _failure(self, query: Any) -> int:
         message = str(query.exception())

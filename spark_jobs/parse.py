@@ -8,10 +8,9 @@ A record that fails any check becomes a `dead_letters` row carrying its raw text
 to DEAD_LETTER_RAW_CHARS characters, and the row says so), the first reason it failed and its
 topic/partition/offset; the query keeps running.
 
-The job uses :func:`parse_records`: one frame whose rows are either a valid sample (`error`
-NULL) or a dead letter, so the topic is read and parsed once and both go through one query
-(``rollups.py`` routes the dead letters past its state). :func:`parse` splits the same frame
-into two, for callers that want them apart. Checks, in order: oversized, empty, not a
+:func:`parse_records` returns one frame whose rows are either a valid sample (`error` NULL) or
+a dead letter, so the topic is read and parsed once and both go through one query
+(``rollups.py`` routes the dead letters past its state). Checks, in order: oversized, empty, not a
 JSON object, wrong field types, missing fields, unknown schema version, non-finite value
 (JSON has no NaN, but Python's json.dumps writes `NaN`/`Infinity` by default, and
 `1e400` overflows to infinity), unknown source or kind.
@@ -19,14 +18,12 @@ JSON object, wrong field types, missing fields, unknown schema version, non-fini
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from lagwatch.samples import KINDS, SCHEMA_VERSION, SOURCES
-from spark_jobs.schema import PARSED_SAMPLE_SCHEMA
+from spark_jobs.schema import DEAD_LETTER_COLUMNS, PARSED_SAMPLE_SCHEMA
 
 #: Raw text kept in a dead letter; longer values are cut and marked as truncated.
 DEAD_LETTER_RAW_CHARS = 4096
@@ -42,26 +39,6 @@ JSON_SCHEMA = StructType(
 #: per record instead of one; seen in the physical plan).
 _BARRIER = "_parse_barrier"
 _JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT, "allowNonNumericNumbers": "true"}
-
-
-#: The dead_letters columns parse_records adds beside PARSED_SAMPLE_SCHEMA (NULL on valid samples,
-#: except `error`, which is NULL exactly there). `cluster` is the sample's own column.
-DEAD_LETTER_COLUMNS: tuple[str, ...] = (
-    "received_at",
-    "source_topic",
-    "source_partition",
-    "source_offset",
-    "raw",
-    "error",
-)
-
-
-@dataclass(frozen=True)
-class Parsed:
-    """Both outputs of parsing one stream of raw records."""
-
-    samples: DataFrame
-    dead_letters: DataFrame
 
 
 def parse_records(records: DataFrame, cluster: str, max_record_bytes: int) -> DataFrame:
@@ -82,14 +59,6 @@ def parse_records(records: DataFrame, cluster: str, max_record_bytes: int) -> Da
         *[column.alias(name) for name, column in dead.items()],
         F.col("error"),
     ).select(*PARSED_SAMPLE_SCHEMA.names, *DEAD_LETTER_COLUMNS)
-
-
-def parse(records: DataFrame, cluster: str, max_record_bytes: int) -> Parsed:
-    """Split KAFKA_RECORD_SCHEMA rows into valid samples and dead letters (both streaming-safe)."""
-    rows = parse_records(records, cluster, max_record_bytes)
-    samples = rows.where(F.col("error").isNull()).select(*PARSED_SAMPLE_SCHEMA.names)
-    dead_letters = rows.where(F.col("error").isNotNull()).select("cluster", *DEAD_LETTER_COLUMNS)
-    return Parsed(samples=samples, dead_letters=dead_letters)
 
 
 def _keep_barrier() -> Column:

@@ -44,6 +44,7 @@ import pandas as pd
 from lagwatch.config import LagConfig
 from lagwatch.lake import TABLES
 from spark_jobs import lag, windows
+from spark_jobs.schema import DEAD_LETTER_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -140,11 +141,16 @@ def rollups(
     )
 
 
-def _dead_letter_inputs(columns: Sequence[str]) -> list[Any]:
-    """The dead-letter columns the operator needs (NULL when the input has only valid samples).
+#: Dead-letter columns of the operator's input and their Spark types (the lake's, except
+#: received_at, which travels as epoch ms: the form assemble() turns back into a UTC timestamp).
+DEAD_LETTER_INPUTS = {
+    name: "bigint" if name == "received_at" else _SPARK_TYPES[dict(TABLES["dead_letters"].columns)[name]]
+    for name in DEAD_LETTER_COLUMNS
+}
 
-    received_at travels as epoch ms, the form assemble() turns back into a UTC timestamp.
-    """
+
+def _dead_letter_inputs(columns: Sequence[str]) -> list[Any]:
+    """The dead-letter columns the operator needs (NULL when the input has only valid samples)."""
     from pyspark.sql import functions as F
 
     if "error" not in columns:
@@ -153,17 +159,6 @@ def _dead_letter_inputs(columns: Sequence[str]) -> list[Any]:
         F.unix_millis("received_at").alias("received_at"),
         *[F.col(name) for name in DEAD_LETTER_INPUTS if name != "received_at"],
     ]
-
-
-#: Dead-letter columns of the operator's input, with their types.
-DEAD_LETTER_INPUTS = {
-    "received_at": "bigint",
-    "source_topic": "string",
-    "source_partition": "int",
-    "source_offset": "bigint",
-    "raw": "string",
-    "error": "string",
-}
 
 
 def table_rows(batch: DataFrame, table: str) -> DataFrame:

@@ -50,3 +50,14 @@ PARSED_SAMPLE_SCHEMA = StructType(
         StructField("client_id", StringType()),
     ]
 )
+
+#: The dead_letters columns `parse.parse_records` adds beside PARSED_SAMPLE_SCHEMA (NULL on valid
+#: samples, except `error`, which is NULL exactly there). `cluster` is the sample's own column.
+DEAD_LETTER_COLUMNS: tuple[str, ...] = (
+    "received_at",
+    "source_topic",
+    "source_partition",
+    "source_offset",
+    "raw",
+    "error",
+)

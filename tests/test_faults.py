@@ -106,10 +106,6 @@ def _lake_windows(tmp_path: Path) -> Counter[tuple[Any, ...]]:
     return Counter({tuple(row[:-1]): row[-1] for row in rows})
 
 
-def _lake_caught_up(tmp_path: Path, expected: Counter[tuple[Any, ...]]) -> bool:
-    return _lake_windows(tmp_path) == expected
-
-
 def _delivery_counts(log: Path) -> tuple[int, int, int]:
     found = re.findall(r"publisher closed: produced (\d+), delivered (\d+), failed (\d+)", log.read_text())
     assert found, f"no publisher summary in {log}"
@@ -154,7 +150,7 @@ def test_broker_paused_60_s_then_resumed_loses_no_sample(
             s for s in samples if s["source"] == "prom" and paused_at * 1000 + 2000 < s["ts"] < resumed_at * 1000 - 2000
         ]
         assert len(hung) >= PAUSE_S // 2, "the exporter was scraped and buffered while the broker hung"
-        wait_until(lambda: _lake_caught_up(tmp_path, expected), 180, "the lake to hold every sample of the topic")
+        wait_until(lambda: _lake_windows(tmp_path) == expected, 180, "the lake to hold every sample of the topic")
         assert stream.poll() is None
     finally:
         for process in (collector, stream):
@@ -198,7 +194,7 @@ def test_malformed_burst_into_a_running_stream_goes_to_dead_letters(
 
         dead_letters = lambda: _lake(tmp_path, "select count(*) from dead_letters")[0][0]  # noqa: E731
         wait_until(lambda: dead_letters() == 1000, 240, "1,000 dead letters")
-        wait_until(lambda: _lake_caught_up(tmp_path, _expected_windows(valid)), 120, "every valid sample")
+        wait_until(lambda: _lake_windows(tmp_path) == _expected_windows(valid), 120, "every valid sample")
     finally:
         for process in (collector, stream):
             if process.poll() is None:

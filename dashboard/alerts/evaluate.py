@@ -112,10 +112,10 @@ def shape_sql(rule: CompiledRule) -> str:
 
 
 def _snapshot_sql(table: str, rules: list[CompiledRule]) -> str:
-    time_col = rules[0].source.time_column
+    source = rules[0].source
+    time_col = source.time_column
     lookback = max(r.lookback_s for r in rules)
     where = f"cluster = $cluster AND {time_col} <= $now AND {time_col} > $now - to_seconds({lookback!r})"
-    source = rules[0].source
     if source.prune_column:
         where += f" AND {source.prune_column} > $now - to_seconds({lookback + source.prune_slack_s!r})"
     if table in METRIC_TABLES:

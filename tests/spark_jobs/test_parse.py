@@ -7,8 +7,8 @@ import json
 from typing import Any
 
 from lagwatch.samples import make_sample
-from spark_jobs.parse import DEAD_LETTER_RAW_CHARS, parse
-from spark_jobs.schema import KAFKA_RECORD_SCHEMA, PARSED_SAMPLE_SCHEMA
+from spark_jobs.parse import DEAD_LETTER_RAW_CHARS, parse_records
+from spark_jobs.schema import DEAD_LETTER_COLUMNS, KAFKA_RECORD_SCHEMA, PARSED_SAMPLE_SCHEMA
 
 MAX_BYTES = 1024
 TS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -47,6 +47,13 @@ def _malformed() -> dict[str, bytes | None]:
     }
 
 
+def _parsed(spark: Any, values: list[bytes | None], cluster: str) -> tuple[Any, list[Any], list[Any]]:
+    """parse_records over the values: (the frame, its valid samples, its dead letters)."""
+    frame = parse_records(_records(spark, values), cluster=cluster, max_record_bytes=MAX_BYTES)
+    rows = frame.collect()
+    return frame, [r for r in rows if r.error is None], [r for r in rows if r.error is not None]
+
+
 def _records(spark: Any, values: list[bytes | None]) -> Any:
     when = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     rows = [(b"k", v, "samples", 0, offset, when) for offset, v in enumerate(values)]
@@ -56,15 +63,15 @@ def _records(spark: Any, values: list[bytes | None]) -> Any:
 def test_valid_samples_are_typed_and_bad_ones_become_dead_letters(spark: Any) -> None:
     bad = _malformed()
     values = [json.dumps(_valid(TS, 1.0)).encode(), *bad.values(), json.dumps(_valid(TS + 1000, 2.0)).encode()]
-    parsed = parse(_records(spark, values), cluster="job-cluster", max_record_bytes=MAX_BYTES)
+    frame, samples, dead_letters = _parsed(spark, values, "job-cluster")
 
-    samples = parsed.samples.collect()
-    assert parsed.samples.schema.names == PARSED_SAMPLE_SCHEMA.names
+    assert frame.schema.names == [*PARSED_SAMPLE_SCHEMA.names, *DEAD_LETTER_COLUMNS]
     assert sorted(s.value for s in samples) == [1.0, 2.0]
+    assert all(s.raw is None and s.source_offset is None for s in samples), "a valid sample carries no raw text"
     assert samples[0].event_time.replace(tzinfo=dt.UTC) == dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
     assert (samples[0].group_id, samples[0].partition, samples[0].source) == ("g", 3, "admin")
 
-    dead = {row.source_offset: row for row in parsed.dead_letters.collect()}
+    dead = {row.source_offset: row for row in dead_letters}
     assert sorted(dead) == list(range(1, len(bad) + 1)), "every malformed record, and only those"
     for offset, (reason, raw) in enumerate(bad.items(), start=1):
         row = dead[offset]
@@ -78,8 +85,8 @@ def test_valid_samples_are_typed_and_bad_ones_become_dead_letters(spark: Any) ->
 
 def test_oversized_raw_text_is_truncated_and_says_so(spark: Any) -> None:
     huge = json.dumps({**_valid(), "collector": "y" * (DEAD_LETTER_RAW_CHARS * 3)}).encode()
-    parsed = parse(_records(spark, [huge]), cluster="c", max_record_bytes=MAX_BYTES)
-    (row,) = parsed.dead_letters.collect()
+    _, samples, (row,) = _parsed(spark, [huge], "c")
+    assert samples == []
     assert row.error.startswith(f"oversized: {len(huge)} bytes")
     assert row.raw.startswith(huge[:100].decode())
     assert f"truncated to {DEAD_LETTER_RAW_CHARS} of {len(huge)} characters" in row.raw
