@@ -259,9 +259,9 @@ def kafka_source_error(message: str) -> str | None:
 
 def query_builders(spark: Any, config: Config, paths: JobPaths, available_now: bool) -> dict[str, Callable[[], Any]]:
     """name -> a function that starts that query (again, after a transient failure)."""
-    from spark_jobs.lake_sink import LakeWriter, rows_of_table
+    from spark_jobs.lake_sink import LakeWriter
     from spark_jobs.parse import parse_records
-    from spark_jobs.rollups import ROLLUP_TABLES, rollups
+    from spark_jobs.rollups import ROLLUP_TABLES, decode_table, rollups
     from spark_jobs.source import samples_stream
 
     records = parse_records(samples_stream(spark, config), config.cluster.name, config.spark.max_record_bytes)
@@ -271,7 +271,7 @@ def query_builders(spark: Any, config: Config, paths: JobPaths, available_now: b
     # A separate dropDuplicatesWithinWatermark would need a second watermark definition on the
     # same stream, which Spark refuses ("Redefining watermark is disallowed").
     rolled = rollups(records, config.spark.watermark_s, lag_config=config.lag)
-    writer = LakeWriter(paths.lake, ROLLUPS_QUERY, {t: rows_of_table(t) for t in ROLLUP_TABLES})
+    writer = LakeWriter(paths.lake, ROLLUPS_QUERY, {t: partial(decode_table, table=t) for t in ROLLUP_TABLES})
     return {ROLLUPS_QUERY: partial(_start, rolled, ROLLUPS_QUERY, writer, config, paths, available_now)}
 
 

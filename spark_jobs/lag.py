@@ -15,8 +15,7 @@ not per group: see windows.py for why); a bucket's state is a pickled dict of
 The judgement itself lives in ``lag_status.py``.
 
 The rows come out of the job's one stateful operator (``rollups.py``) with a ``table`` column;
-in foreachBatch, :func:`lag_1m_rows` and :func:`group_status_rows` (or ``rollups.table_rows``)
-select each table's rows and columns (every lake column except `version`).
+in foreachBatch, ``rollups.decode_table`` opens each table's rows (every lake column except `version`).
 
 Rows emitted per batch: one lag_1m row per group-partition and 1-minute window that received
 an observation (values as of the newest observation in that window), and one group_status row
@@ -41,7 +40,7 @@ from lagwatch.config import LagConfig
 from spark_jobs.lag_status import PartitionReport, PartitionTracker, Thresholds, summarize_group
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -83,32 +82,6 @@ GROUP_STATUS_COLUMNS: tuple[str, ...] = (
     "updated_at",
 )
 GroupTracks = dict[tuple[str, int], PartitionTracker]
-
-
-def lag_windows(parsed: DataFrame, lag_config: LagConfig, watermark_s: float) -> DataFrame:
-    """Streaming lag_1m + group_status rows (column ``table``); see the module docstring.
-
-    Spark allows one such stateful operator per query, so the job uses
-    :func:`spark_jobs.rollups.rollups` for windows and lag at once; this is the lag part alone.
-    In foreachBatch: ``lag_1m_rows(batch)`` and ``group_status_rows(batch)``.
-    """
-    from spark_jobs.rollups import rollups
-
-    return rollups(parsed, watermark_s, lag_config=lag_config, sizes=())
-
-
-def lag_1m_rows(batch: DataFrame) -> DataFrame:
-    """The lag_1m rows of one micro-batch of :func:`lag_windows` (lake columns except version)."""
-    from spark_jobs.rollups import table_rows
-
-    return table_rows(batch, "lag_1m")
-
-
-def group_status_rows(batch: DataFrame) -> DataFrame:
-    """The group_status rows of one micro-batch of :func:`lag_windows` (lake columns except version)."""
-    from spark_jobs.rollups import table_rows
-
-    return table_rows(batch, "group_status")
 
 
 def is_lag_sample() -> Any:

@@ -24,17 +24,6 @@ log = logging.getLogger(__name__)
 Selector = Callable[[Any], Any]
 
 
-def rows_of_table(name: str) -> Selector:
-    """Selector for a batch whose `table` column names each row's lake table (the rollups output)."""
-
-    def select(data: Any) -> Any:
-        import pyarrow.compute as pc
-
-        return data.filter(pc.equal(data["table"], name))
-
-    return select
-
-
 def whole_batch(data: Any) -> Any:
     return data
 

@@ -34,10 +34,6 @@ REQUIRED_FIELDS: tuple[str, ...] = ("v", "id", "ts", "cluster", "source", "colle
 JSON_SCHEMA = StructType(
     [f for f in PARSED_SAMPLE_SCHEMA.fields if f.name != "event_time"] + [StructField(_CORRUPT, StringType())]
 )
-#: A nondeterministic column that the filters on `error` refer to: it stops the optimizer from pushing
-#: them below the parsing projection, which inlines from_json into every check (~50 JSON parses
-#: per record instead of one; seen in the physical plan).
-_BARRIER = "_parse_barrier"
 _JSON_OPTIONS = {"mode": "PERMISSIVE", "columnNameOfCorruptRecord": _CORRUPT, "allowNonNumericNumbers": "true"}
 
 
@@ -48,7 +44,7 @@ def parse_records(records: DataFrame, cluster: str, max_record_bytes: int) -> Da
     on); a dead letter has NULL sample columns except `cluster` (its own if readable, else the
     job's). Streaming-safe.
     """
-    checked = check_records(records, max_record_bytes).where(_keep_barrier())
+    checked = check_records(records, max_record_bytes)
     valid = F.col("error").isNull()
     fields = [f.name for f in PARSED_SAMPLE_SCHEMA.fields if f.name not in ("event_time", "cluster")]
     dead = {name: F.when(~valid, column) for name, column in _dead_letter_columns().items()}
@@ -61,13 +57,15 @@ def parse_records(records: DataFrame, cluster: str, max_record_bytes: int) -> Da
     ).select(*PARSED_SAMPLE_SCHEMA.names, *DEAD_LETTER_COLUMNS)
 
 
-def _keep_barrier() -> Column:
-    """Always true; it only makes the filter depend on the nondeterministic barrier column."""
-    return F.col(_BARRIER) >= 0
-
-
 def check_records(records: DataFrame, max_record_bytes: int) -> DataFrame:
-    """Parse the JSON (records over the size limit are not parsed at all) and name the first error."""
+    """Parse the JSON (records over the size limit are not parsed at all) and name the first error.
+
+    `j` is referenced by every check and output column, yet parsed once per record: Spark does not
+    collapse a projection into the next when that would repeat an expensive expression. A filter
+    on `error` placed after this would be pushed below the projection and parse again, so the
+    job never filters here (``rollups`` routes rows by `error` in a projection); the plan test in
+    tests/spark_jobs/test_parse.py holds the job to one parse.
+    """
     size = F.octet_length("value")
     text = F.make_valid_utf8(F.col("value").cast("string"))
     parsed = records.select(
@@ -78,7 +76,6 @@ def check_records(records: DataFrame, max_record_bytes: int) -> DataFrame:
         size.alias("size"),
         text.alias("text"),
         F.from_json(F.when(size <= max_record_bytes, text), JSON_SCHEMA, _JSON_OPTIONS).alias("j"),
-        F.spark_partition_id().alias(_BARRIER),
     )
     return parsed.withColumn("error", _first_error(max_record_bytes))
 
@@ -90,6 +87,10 @@ def _first_error(max_record_bytes: int) -> Column:
         if name != _CORRUPT:
             all_null = all_null & F.col(j + name).isNull()
     missing = F.concat_ws(", ", *[F.when(F.col(j + n).isNull(), F.lit(n)) for n in REQUIRED_FIELDS])
+    # A boolean test first: the list of names is a string built per row, so build it only for a failure.
+    any_missing = F.lit(False)
+    for name in REQUIRED_FIELDS:
+        any_missing = any_missing | F.col(j + name).isNull()
     value = F.col(j + "value")
     return (
         F.when(F.col("text").isNull(), F.lit("empty record (null value)"))
@@ -99,7 +100,7 @@ def _first_error(max_record_bytes: int) -> Column:
         )
         .when(F.col(j + _CORRUPT).isNotNull() & all_null, F.lit("not a JSON object"))
         .when(F.col(j + _CORRUPT).isNotNull(), F.concat(F.lit("wrong field type (unreadable: "), missing, F.lit(")")))
-        .when(F.length(missing) > 0, F.concat(F.lit("missing field(s): "), missing))
+        .when(any_missing, F.concat(F.lit("missing field(s): "), missing))
         .when(
             F.col(j + "v") != SCHEMA_VERSION,
             F.format_string(f"unsupported schema version v=%d (this job reads v={SCHEMA_VERSION})", F.col(j + "v")),

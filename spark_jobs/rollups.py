@@ -12,16 +12,14 @@ the samples topic a second time. So every sample is routed once through one shuf
   bucket by its offset and comes out unchanged as a `dead_letters` row, touching no state. Its
   event time is NULL, which leaves the watermark (the maximum event time) alone.
 
-The output is one DataFrame whose ``table`` column names the lake table of each row and whose
-other columns are the union of those tables' columns (all but `version`). In foreachBatch,
-:func:`table_rows` selects one table's rows and columns:
+The output has one row per bucket and table: the table's name and its rows as an Arrow IPC
+stream (:func:`encode_parts`). In foreachBatch, :func:`decode_table` opens one table's rows:
 
     out = rollups(parsed, watermark_s=30, lag_config=config.lag)
     def write(batch, batch_id):
-        batch.persist()
+        data = batch.toArrow()
         for name in ROLLUP_TABLES:
-            lake_write(name, table_rows(batch, name), batch_id)
-        batch.unpersist()
+            lake_write(name, decode_table(data, name), batch_id)
 
 Rows are emitted in append mode: a window (or group status) that is still open appears again
 in every batch that changes it, and the lake keeps the newest version per key.
@@ -35,12 +33,15 @@ from __future__ import annotations
 
 import pickle
 from collections.abc import Iterator, Sequence
-from functools import partial
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from lagwatch import lake as lakelib
 from lagwatch.config import LagConfig
 from lagwatch.lake import TABLES
 from spark_jobs import lag, windows
@@ -61,28 +62,10 @@ _SPARK_TYPES = {
     "BIGINT": "bigint",
     "DOUBLE": "double",
 }
-_PANDAS_NULLS = {
-    "string": None,
-    "int": "Int32",
-    "bigint": "Int64",
-    "double": "float64",
-    "timestamp": "datetime64[ns, UTC]",
-}
-
-
-def _output_columns() -> dict[str, str]:
-    """table + every column of the four tables except version, in first-seen order."""
-    columns = {"table": "string"}
-    for name in ROLLUP_TABLES:
-        for column, duck_type in TABLES[name].columns:
-            if column != "version":
-                columns.setdefault(column, _SPARK_TYPES[duck_type])
-    return columns
-
-
-OUTPUT_COLUMNS = _output_columns()
-OUTPUT_DDL = ", ".join(f"`{name}` {kind}" for name, kind in OUTPUT_COLUMNS.items())
+OUTPUT_DDL = "table string, arrow binary"
 STATE_DDL = "blob binary"
+#: What windows.update_windows reads of a sample (selected before its sort: fewer columns to move).
+METRIC_INPUTS: tuple[str, ...] = ("sid", "ts", "value", *windows.SERIES_COLUMNS)
 
 
 def rollups(
@@ -142,7 +125,7 @@ def rollups(
 
 
 #: Dead-letter columns of the operator's input and their Spark types (the lake's, except
-#: received_at, which travels as epoch ms: the form assemble() turns back into a UTC timestamp).
+#: received_at, which travels as epoch ms: the form to_arrow() turns into a UTC timestamp).
 DEAD_LETTER_INPUTS = {
     name: "bigint" if name == "received_at" else _SPARK_TYPES[dict(TABLES["dead_letters"].columns)[name]]
     for name in DEAD_LETTER_COLUMNS
@@ -161,14 +144,6 @@ def _dead_letter_inputs(columns: Sequence[str]) -> list[Any]:
     ]
 
 
-def table_rows(batch: DataFrame, table: str) -> DataFrame:
-    """One lake table's rows and columns (all but version) from a micro-batch of :func:`rollups`."""
-    if table not in ROLLUP_TABLES:
-        raise ValueError(f"unknown rollup table {table!r}; tables: {', '.join(ROLLUP_TABLES)}")
-    columns = [name for name in TABLES[table].column_names if name != "version"]
-    return batch.where(batch["table"] == table).select(*columns)
-
-
 def _rollup_bucket(
     key: tuple, batches: Iterator[pd.DataFrame], state: Any, size_ms: dict[str, int], lag_config: LagConfig | None
 ) -> Iterator[pd.DataFrame]:
@@ -176,11 +151,11 @@ def _rollup_bucket(
     frames = [frame for frame in batches if len(frame)]
     if not frames:
         return
-    batch = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    batch = _concat(frames)
     saved: dict[str, bytes] = pickle.loads(state.get[0]) if state.exists else {}
     watermark_ms = state.getCurrentWatermarkMs()
     parts: list[tuple[str, windows.Columns]] = []
-    metric_samples = batch[batch["role"] == "metric"]
+    metric_samples = batch.loc[batch["role"] == "metric", list(METRIC_INPUTS)]
     for table, millis in size_ms.items():
         if metric_samples.empty:
             break
@@ -202,59 +177,66 @@ def _rollup_bucket(
     state.update((pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL),))
     parts = [(table, columns) for table, columns in parts if columns]
     if parts:
-        yield assemble(parts)
+        yield encode_parts(parts)
 
 
-def assemble(parts: list[tuple[str, windows.Columns]]) -> pd.DataFrame:
-    """One output frame from every table's column arrays, typed per OUTPUT_COLUMNS.
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    """The bucket's Arrow batches as one frame: column by column, because pd.concat checks every
+    None of the (mostly empty) dead-letter columns and took 60 % of the operator's time."""
+    if len(frames) == 1:
+        return frames[0]
+    return pd.DataFrame({name: np.concatenate([frame[name].to_numpy() for frame in frames]) for name in frames[0]})
 
-    A column a table lacks is a typed null block. Built column by column with numpy (no
-    per-table DataFrames, no pandas concat: those cost more than the aggregation itself).
-    Times arrive as epoch ms and leave as UTC timestamps.
+
+def encode_parts(parts: list[tuple[str, windows.Columns]]) -> pd.DataFrame:
+    """The operator's output: one row per table, its rows as one Arrow IPC stream (OUTPUT_DDL).
+
+    Why not one Spark row per lake row: the five tables share no columns worth a union, and
+    a union row of all their columns (43, most of them NULL) cost more to pass from the Python
+    worker to the JVM and back to the driver's Arrow than the aggregation itself. A blob per
+    table crosses both boundaries as a few large values; :func:`decode_table` opens it.
     """
-    sizes = [len(next(iter(columns.values()))) for _, columns in parts]
-    frame: dict[str, Any] = {}
-    for name, kind in OUTPUT_COLUMNS.items():
-        pieces = [(columns.get(name), size) for (_, columns), size in zip(parts, sizes, strict=True)]
-        if name == "table":
-            tables = [table for table, _ in parts]
-            frame[name] = np.concatenate([np.full(n, t, object) for t, n in zip(tables, sizes, strict=True)])
-        elif kind == "string":
-            frame[name] = np.concatenate([np.full(n, None, object) if p is None else p for p, n in pieces])
-        elif kind == "double":
-            frame[name] = np.concatenate([_floats(p, n) for p, n in pieces])
-        else:
-            values, mask = _integers(pieces)
-            if kind == "timestamp":
-                stamps = values.astype("datetime64[ms]").astype("datetime64[ns]")
-                stamps[mask] = np.datetime64("NaT")
-                frame[name] = pd.DatetimeIndex(stamps).tz_localize("UTC")
-            else:
-                frame[name] = pd.arrays.IntegerArray(values.astype(np.int32 if kind == "int" else np.int64), mask)
-    return pd.DataFrame(frame)
+    return pd.DataFrame({"table": [table for table, _ in parts], "arrow": [_ipc(to_arrow(t, c)) for t, c in parts]})
 
 
-def _floats(piece: np.ndarray | None, size: int) -> np.ndarray:
-    """A double column piece; None (object arrays) and missing columns become NaN, i.e. NULL."""
-    if piece is None:
-        return np.full(size, np.nan)
-    if piece.dtype == object:
-        return np.array([np.nan if v is None else v for v in piece], dtype=np.float64)
-    return piece.astype(np.float64, copy=False)
+def to_arrow(table: str, columns: windows.Columns) -> pa.Table:
+    """One table's column arrays → Arrow with the lake's columns (all but version) and types.
+
+    A column the part lacks is NULL; NaN and None are NULL; times arrive as epoch ms.
+    """
+    schema = output_schema(table)
+    size = len(next(iter(columns.values())))
+    return pa.Table.from_arrays([_arrow_column(columns.get(f.name), f.type, size) for f in schema], schema=schema)
 
 
-def _integers(pieces: list[tuple[np.ndarray | None, int]]) -> tuple[np.ndarray, np.ndarray]:
-    """Integer column pieces (int, float with NaN, or object with None) → int64 values + null mask."""
-    values, masks = [], []
-    for piece, size in pieces:
-        if piece is None:
-            mask = np.ones(size, bool)
-            piece = np.zeros(size, np.int64)
-        elif piece.dtype == object:
-            mask = np.array([v is None for v in piece], dtype=bool)
-            piece = np.where(mask, 0, piece)
-        else:
-            mask = np.isnan(piece) if piece.dtype.kind == "f" else np.zeros(size, bool)
-        values.append(np.where(mask, 0, piece).astype(np.int64))
-        masks.append(mask)
-    return np.concatenate(values), np.concatenate(masks)
+def _arrow_column(values: np.ndarray | None, kind: pa.DataType, size: int) -> pa.Array:
+    if values is None:
+        return pa.nulls(size, kind)
+    if pa.types.is_timestamp(kind):
+        millis = pa.array(values, from_pandas=True).cast(pa.int64())
+        return millis.cast(pa.timestamp("ms", tz="UTC")).cast(kind)
+    return pa.array(values, type=kind, from_pandas=True)
+
+
+def _ipc(data: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, data.schema) as writer:
+        writer.write_table(data)
+    return sink.getvalue().to_pybytes()
+
+
+@cache
+def output_schema(table: str) -> pa.Schema:
+    """The lake schema of a rollup table without `version` (the writer stamps the batch id)."""
+    if table not in ROLLUP_TABLES:
+        raise ValueError(f"unknown rollup table {table!r}; tables: {', '.join(ROLLUP_TABLES)}")
+    schema = lakelib.arrow_schema(table)
+    return schema.remove(schema.get_field_index("version"))
+
+
+def decode_table(batch: pa.Table, table: str) -> pa.Table:
+    """One lake table's rows (all columns but version) from a micro-batch of :func:`rollups`, as Arrow."""
+    schema = output_schema(table)
+    blobs = pc.filter(batch["arrow"], pc.equal(batch["table"], table)).to_pylist()
+    tables = [pa.ipc.open_stream(blob).read_all() for blob in blobs]
+    return pa.concat_tables(tables) if tables else schema.empty_table()

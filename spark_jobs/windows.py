@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -55,13 +55,6 @@ _SEPARATOR = "\u001f"
 #: Output rows as column arrays (times in epoch ms), assembled by rollups.py.
 Columns = dict[str, np.ndarray]
 _NULL = "\u0000"
-
-OUTPUT_DDL = (
-    "cluster string, window_start timestamp, window_end timestamp, source string, metric string, kind string, "
-    "broker string, topic string, partition int, group_id string, client_id string, samples bigint, "
-    "min double, max double, avg double, first double, last double, rate_per_s double"
-)
-STATE_DDL = "blob binary"
 
 _SERIES_FIELDS = ("sid", "last_ts", "last_value")
 _WINDOW_FIELDS = (
@@ -89,23 +82,6 @@ def window_millis(size: str) -> int:
     if amount <= 0:
         raise ValueError(f"window size {size!r} must be positive")
     return amount * (60_000 if match.group(2).startswith("minute") else 1_000)
-
-
-def metric_windows(parsed: DataFrame, size: str, watermark_s: float) -> DataFrame:
-    """Streaming rows of metrics_10s / metrics_1m for one window size (lake columns except `version`).
-
-    ``parsed`` has PARSED_SAMPLE_SCHEMA (deduplicated upstream). Each micro-batch emits the
-    *current* aggregate of every open window it touched (append mode; the lake keeps the newest
-    version per key); write it with foreachBatch. Spark allows one such stateful operator per
-    query, so the job uses :func:`spark_jobs.rollups.rollups` for both sizes and lag at once;
-    this is the same computation for one size.
-    """
-    from spark_jobs.rollups import WINDOW_TABLES, rollups, table_rows
-
-    if size not in WINDOW_TABLES:
-        raise ValueError(f"window size {size!r}: the lake has tables for {', '.join(WINDOW_TABLES)}")
-    table = WINDOW_TABLES[size]
-    return table_rows(rollups(parsed, watermark_s, lag_config=None, sizes=(size,)), table)
 
 
 def series_id_column() -> Any:

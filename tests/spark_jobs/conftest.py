@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lagwatch.samples import make_sample
-from spark_jobs.rollups import table_rows
+from spark_jobs.rollups import decode_table
 from spark_jobs.schema import PARSED_SAMPLE_SCHEMA
 
 _ARROW_TYPES = {
@@ -66,17 +66,16 @@ def run_stream(
 ) -> dict[str, list[list[Any]]]:
     """Run build(stream) over the files, one file per batch; per table, each batch's rows.
 
-    Each micro-batch is split with ``rollups.table_rows`` (as the job's writer does) after a
-    persist, so the stateful operator runs once per batch.
+    Each micro-batch is collected once as Arrow and split with ``rollups.decode_table``, as
+    the job's writer does; rows come back as Spark Rows (UTC times without tzinfo, as collect()).
     """
     stream = spark.readStream.schema(PARSED_SAMPLE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source))
     collected: dict[str, list[list[Any]]] = {table: [] for table in tables}
 
     def keep(batch: Any, batch_id: int) -> None:
-        batch.persist()
+        data = batch.toArrow()
         for table in tables:
-            collected[table].append(table_rows(batch, table).collect())
-        batch.unpersist()
+            collected[table].append(spark.createDataFrame(decode_table(data, table)).collect())
 
     query = (
         build(stream)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow.parquet as pq
 
 from lagwatch import lake as lakelib
-from spark_jobs.lake_sink import LakeWriter, rows_of_table, whole_batch
+from spark_jobs.lake_sink import LakeWriter, whole_batch
+from spark_jobs.rollups import OUTPUT_DDL, ROLLUP_TABLES, decode_table, encode_parts
 
 WHEN = dt.datetime(2026, 6, 1, 10, 0, tzinfo=dt.UTC)
 
@@ -58,26 +61,38 @@ def test_replayed_batch_leaves_the_same_rows_and_newer_versions_win(spark: Any, 
     }
 
 
-def test_one_batch_split_into_tables_by_its_table_column(spark: Any, tmp_path: Path) -> None:
+def test_rollups_batch_split_into_tables_from_its_arrow_blobs(spark: Any, tmp_path: Path) -> None:
+    """The job's writer: each (table, Arrow blob) row of the operator lands in its own table."""
     lake = tmp_path / "lake"
     lakelib.ensure_lake(lake)
-    frame = _dead_letters(spark, range(0, 4), "x").selectExpr(
-        "if(source_offset < 1, 'pipeline_progress', 'dead_letters') as table",
-        "*",
-        "'q' as query",
-        "source_offset as batch_id",
-        "received_at as ts",
-        "1L as input_rows",
-        "cast(null as double) as input_rows_per_s",
-        "cast(null as double) as processed_rows_per_s",
-        "cast(null as bigint) as batch_duration_ms",
-        "cast(null as timestamp) as watermark",
-        "cast(null as double) as freshness_s",
-    )
-    writer = LakeWriter(lake, "split", {t: rows_of_table(t) for t in ("dead_letters", "pipeline_progress")})
+    epoch_ms = int(WHEN.timestamp() * 1000)
+    dead = {
+        "cluster": np.array(["c"] * 3, object),
+        "received_at": np.array([epoch_ms] * 3),
+        "source_topic": np.array(["samples"] * 3, object),
+        "source_partition": np.array([0, 0, 0]),
+        "source_offset": np.array([1, 2, 3]),
+        "raw": np.array(["x", "y", "z"], object),
+        "error": np.array(["not a JSON object"] * 3, object),
+    }
+    window = {
+        "cluster": np.array(["c"], object),
+        "window_start": np.array([epoch_ms]),
+        "window_end": np.array([epoch_ms + 10_000]),
+        "metric": np.array(["m"], object),
+        "partition": np.array([np.nan]),
+        "rate_per_s": np.array([np.nan]),
+        "samples": np.array([2]),
+    }
+    frame = spark.createDataFrame(encode_parts([("dead_letters", dead), ("metrics_10s", window)]), OUTPUT_DDL)
+    writer = LakeWriter(lake, "split", {t: partial(decode_table, table=t) for t in ROLLUP_TABLES})
     writer(frame, 7)
-    dead = pq.read_table(lake / "dead_letters" / "date=2026-06-01" / "b000000000007-split.parquet")
-    progress = pq.read_table(lake / "pipeline_progress" / "date=2026-06-01" / "b000000000007-split.parquet")
-    assert sorted(dead["source_offset"].to_pylist()) == [1, 2, 3]
-    assert set(dead["version"].to_pylist()) == {7}
-    assert progress["batch_id"].to_pylist() == [0]
+    day = "date=2026-06-01"
+    dead_rows = pq.read_table(lake / "dead_letters" / day / "b000000000007-split.parquet").to_pylist()
+    assert [(r["source_offset"], r["received_at"], r["version"]) for r in dead_rows] == [
+        (o, WHEN, 7) for o in (1, 2, 3)
+    ]
+    (row,) = pq.read_table(lake / "metrics_10s" / day / "b000000000007-split.parquet").to_pylist()
+    assert (row["window_end"] - row["window_start"], row["samples"]) == (dt.timedelta(seconds=10), 2)
+    assert (row["partition"], row["rate_per_s"], row["broker"]) == (None, None, None), "NaN and absent are NULL"
+    assert not (lake / "lag_1m" / day).exists(), "a table with no rows writes no file"

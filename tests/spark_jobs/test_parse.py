@@ -91,3 +91,17 @@ def test_oversized_raw_text_is_truncated_and_says_so(spark: Any) -> None:
     assert row.raw.startswith(huge[:100].decode())
     assert f"truncated to {DEAD_LETTER_RAW_CHARS} of {len(huge)} characters" in row.raw
     assert len(row.raw) < DEAD_LETTER_RAW_CHARS + 100
+
+
+def test_the_job_plan_parses_each_record_once(spark: Any) -> None:
+    """Parse → stateful operator, as the job builds it: one from_json in the optimized plan.
+
+    A filter on `error` pushed below the parsing projection repeats the parse in every check
+    (about 50 JSON parses per record, seen once); this guards the job's plan against that.
+    """
+    from lagwatch.config import LagConfig
+    from spark_jobs.rollups import rollups
+
+    records = parse_records(_records(spark, [json.dumps(_valid()).encode()]), "prod", MAX_BYTES)
+    plan = rollups(records, 30, LagConfig())._jdf.queryExecution().optimizedPlan().toString()
+    assert plan.count("from_json(") == 1, plan

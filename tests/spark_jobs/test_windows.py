@@ -119,18 +119,3 @@ def test_window_size_errors_name_the_bad_value():
     assert (window_millis("10 seconds"), window_millis("1 minute")) == (10_000, 60_000)
     with pytest.raises(ValueError, match="'ten seconds'"):
         window_millis("ten seconds")
-
-
-def test_single_table_entry_points_have_the_lake_columns(spark, tmp_path):
-    """metric_windows / lag_windows are the same operator for one table (plan only, nothing runs)."""
-    from lagwatch.config import LagConfig
-    from spark_jobs.lag import lag_windows
-    from spark_jobs.schema import PARSED_SAMPLE_SCHEMA
-    from spark_jobs.windows import metric_windows
-
-    stream = spark.readStream.schema(PARSED_SAMPLE_SCHEMA).parquet(str(tmp_path))
-    expected = [name for name in TABLES["metrics_1m"].column_names if name != "version"]
-    assert metric_windows(stream, "1 minute", watermark_s=30).columns == expected
-    assert "table" in lag_windows(stream, LagConfig(), watermark_s=30).columns
-    with pytest.raises(ValueError, match="'5 minutes'"):
-        metric_windows(stream, "5 minutes", watermark_s=30)
