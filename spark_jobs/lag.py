@@ -38,6 +38,7 @@ import pandas as pd
 
 from lagwatch.config import LagConfig
 from spark_jobs.lag_status import PartitionReport, PartitionTracker, Thresholds, summarize_group
+from spark_jobs.windows import series_labels
 
 if TYPE_CHECKING:
     pass
@@ -119,9 +120,10 @@ def pair_observations(samples: pd.DataFrame) -> pd.DataFrame:
     comparing strings per sample cost more than the whole lag judgement.
     Result: one row per observation, sorted by (pkey, ts).
     """
-    key = samples["pkey"].to_numpy(np.int64)
-    ts = samples["ts"].to_numpy(np.int64)
-    is_lag = (samples["metric"] == "consumer_lag").to_numpy()
+    key = key_all = samples["pkey"].to_numpy(np.int64)
+    ts = ts_all = samples["ts"].to_numpy(np.int64)
+    series_keys = samples["series_key"].to_numpy()
+    is_lag = series_labels(series_keys, ("metric",))["metric"] == "consumer_lag"
     order = np.lexsort((is_lag, ts, key))
     key, ts, is_lag = key[order], ts[order], is_lag[order]
     same_next = (key[1:] == key[:-1]) & (ts[1:] == ts[:-1])
@@ -133,8 +135,9 @@ def pair_observations(samples: pd.DataFrame) -> pd.DataFrame:
         log.debug("%d lag sample(s) without their same-cycle partner were skipped", unpaired)
     committed_rows, lag_rows = order[pair_start], order[pair_start + 1]
     values = samples["value"].to_numpy(np.float64)
-    paired = samples.iloc[committed_rows][["cluster", "group_id", "topic", "partition", "ts", "pkey"]]
-    paired = paired.reset_index(drop=True)
+    paired = pd.DataFrame(series_labels(series_keys[committed_rows], ("cluster", "group_id", "topic", "partition")))
+    paired["ts"] = ts_all[committed_rows]
+    paired["pkey"] = key_all[committed_rows]
     paired["committed"] = np.round(values[committed_rows]).astype(np.int64)
     paired["lag"] = np.round(np.clip(values[lag_rows], 0, None)).astype(np.int64)
     return paired

@@ -31,6 +31,7 @@ counts twice, without a separate dropDuplicates operator.
 
 from __future__ import annotations
 
+import json
 import pickle
 from collections.abc import Iterator, Sequence
 from functools import cache, partial
@@ -43,7 +44,6 @@ import pyarrow.compute as pc
 
 from lagwatch import lake as lakelib
 from lagwatch.config import LagConfig
-from lagwatch.lake import TABLES
 from spark_jobs import lag, windows
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
 
@@ -55,17 +55,12 @@ if TYPE_CHECKING:
 STATE_BUCKETS = 16
 WINDOW_TABLES = {"10 seconds": "metrics_10s", "1 minute": "metrics_1m"}
 ROLLUP_TABLES: tuple[str, ...] = ("metrics_10s", "metrics_1m", "lag_1m", "group_status", "dead_letters")
-_SPARK_TYPES = {
-    "VARCHAR": "string",
-    "TIMESTAMPTZ": "timestamp",
-    "INTEGER": "int",
-    "BIGINT": "bigint",
-    "DOUBLE": "double",
-}
 OUTPUT_DDL = "table string, arrow binary"
 STATE_DDL = "blob binary"
+#: Each input row's role, a small integer (a string per row costs more to pass to Python).
+METRIC, LAG, DEAD = 0, 1, 2
 #: What windows.update_windows reads of a sample (selected before its sort: fewer columns to move).
-METRIC_INPUTS: tuple[str, ...] = ("sid", "ts", "value", *windows.SERIES_COLUMNS)
+METRIC_INPUTS: tuple[str, ...] = ("sid", "ts", "value", "series_key")
 
 
 def rollups(
@@ -85,19 +80,18 @@ def rollups(
     routes = []
     if size_ms:
         routes.append(
-            (F.lit(True), F.struct(F.lit("metric").alias("role"), F.pmod(sid, F.lit(STATE_BUCKETS)).alias("b")))
+            (F.lit(True), F.struct(F.lit(METRIC).alias("role"), F.pmod(sid, F.lit(STATE_BUCKETS)).alias("b")))
         )
     if lag_config is not None:
         group_bucket = F.pmod(F.xxhash64("cluster", "group_id"), F.lit(STATE_BUCKETS))
-        routes.append((lag.is_lag_sample(), F.struct(F.lit("lag").alias("role"), group_bucket.alias("b"))))
+        routes.append((lag.is_lag_sample(), F.struct(F.lit(LAG).alias("role"), group_bucket.alias("b"))))
     if not routes:
         raise ValueError("rollups needs at least one window size or a lag_config")
-    dead_columns = _dead_letter_inputs(parsed.columns)
     if "error" in parsed.columns:
         valid = F.col("error").isNull()
         routes = [(valid & cond, route) for cond, route in routes]
         dead_bucket = F.pmod(F.col("source_offset"), F.lit(STATE_BUCKETS)).cast("int")
-        routes.append((~valid, F.struct(F.lit("dead").alias("role"), dead_bucket.alias("b"))))
+        routes.append((~valid, F.struct(F.lit(DEAD).alias("role"), dead_bucket.alias("b"))))
     targets = F.filter(F.array(*[F.when(cond, route) for cond, route in routes]), lambda r: r.isNotNull())
     routed = watermarked.select(
         # event_time carries the watermark metadata: without it in the operator's input, Spark
@@ -108,8 +102,8 @@ def rollups(
         "ts",
         "event_time",
         "value",
-        *windows.SERIES_COLUMNS,
-        *dead_columns,
+        windows.series_key_column().alias("series_key"),
+        _dead_letter_input(parsed.columns),
     ).select(F.col("route.role").alias("role"), F.col("route.b").alias("bucket"), "*")
     return (
         routed.drop("route")
@@ -124,24 +118,27 @@ def rollups(
     )
 
 
-#: Dead-letter columns of the operator's input and their Spark types (the lake's, except
-#: received_at, which travels as epoch ms: the form to_arrow() turns into a UTC timestamp).
-DEAD_LETTER_INPUTS = {
-    name: "bigint" if name == "received_at" else _SPARK_TYPES[dict(TABLES["dead_letters"].columns)[name]]
-    for name in DEAD_LETTER_COLUMNS
-}
+def _dead_letter_input(columns: Sequence[str]) -> Any:
+    """A dead letter's fields as one JSON string column, NULL on a valid sample.
 
-
-def _dead_letter_inputs(columns: Sequence[str]) -> list[Any]:
-    """The dead-letter columns the operator needs (NULL when the input has only valid samples)."""
+    One mostly-NULL column instead of six: every input column costs its share of the exchange
+    with the Python worker, and dead letters are rare. received_at travels as epoch ms.
+    """
     from pyspark.sql import functions as F
 
     if "error" not in columns:
-        return [F.lit(None).cast(kind).alias(name) for name, kind in DEAD_LETTER_INPUTS.items()]
-    return [
-        F.unix_millis("received_at").alias("received_at"),
-        *[F.col(name) for name in DEAD_LETTER_INPUTS if name != "received_at"],
-    ]
+        return F.lit(None).cast("string").alias("dead_letter")
+    fields = [F.col("cluster"), F.unix_millis("received_at").alias("received_at")]
+    fields += [F.col(name) for name in DEAD_LETTER_COLUMNS if name != "received_at"]
+    return F.when(F.col("error").isNotNull(), F.to_json(F.struct(*fields))).alias("dead_letter")
+
+
+def _dead_letter_columns(texts: np.ndarray) -> windows.Columns:
+    """dead_letters column arrays from the operator's `dead_letter` JSON strings."""
+    records = [json.loads(text) for text in texts]
+    return {
+        name: np.array([record.get(name) for record in records], object) for name in ("cluster", *DEAD_LETTER_COLUMNS)
+    }
 
 
 def _rollup_bucket(
@@ -155,7 +152,8 @@ def _rollup_bucket(
     saved: dict[str, bytes] = pickle.loads(state.get[0]) if state.exists else {}
     watermark_ms = state.getCurrentWatermarkMs()
     parts: list[tuple[str, windows.Columns]] = []
-    metric_samples = batch.loc[batch["role"] == "metric", list(METRIC_INPUTS)]
+    roles = batch["role"].to_numpy()
+    metric_samples = batch.loc[roles == METRIC, list(METRIC_INPUTS)]
     for table, millis in size_ms.items():
         if metric_samples.empty:
             break
@@ -165,10 +163,10 @@ def _rollup_bucket(
         rows, series, open_windows = windows.update_windows(metric_samples, series, open_windows, millis, watermark_ms)
         saved[table] = windows.encode_state(series, open_windows)
         parts.append((table, rows))
-    dead = batch[batch["role"] == "dead"]
-    if not dead.empty:
-        parts.append(("dead_letters", {name: dead[name].to_numpy() for name in ("cluster", *DEAD_LETTER_INPUTS)}))
-    lag_samples = batch[batch["role"] == "lag"]
+    dead = batch["dead_letter"].to_numpy()[roles == DEAD]
+    if len(dead):
+        parts.append(("dead_letters", _dead_letter_columns(dead)))
+    lag_samples = batch[roles == LAG]
     if lag_config is not None and not lag_samples.empty:
         groups = lag.decode_groups(saved["lag"]) if "lag" in saved else {}
         partition_rows, group_rows = lag.update_lag(lag_samples, groups, lag_config, watermark_ms)

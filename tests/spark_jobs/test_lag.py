@@ -8,6 +8,7 @@ come from state, not from that batch — and g2 crosses its configured warn_lag.
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pytest
 
@@ -126,9 +127,12 @@ def test_lag_samples_also_roll_up_as_metrics(emitted):
 def test_pairing_needs_both_samples_of_a_cycle():
     import pandas as pd
 
+    def key(metric: str) -> str:  # series_key: the labels as a JSON array in SERIES_COLUMNS order
+        return json.dumps(["c", "admin", metric, "gauge", None, "t", "0", "g", None])
+
     samples = pd.DataFrame(
         [
-            {"cluster": "c", "group_id": "g", "topic": "t", "partition": 0, "ts": 1, "metric": m, "value": v}
+            {"series_key": key(m), "ts": 1, "value": v}
             for m, v in (("committed_offset", 10.0), ("consumer_lag", 5.0), ("committed_offset", 11.0))
         ]
     )

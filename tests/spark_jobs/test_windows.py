@@ -119,3 +119,16 @@ def test_window_size_errors_name_the_bad_value():
     assert (window_millis("10 seconds"), window_millis("1 minute")) == (10_000, 60_000)
     with pytest.raises(ValueError, match="'ten seconds'"):
         window_millis("ten seconds")
+
+
+def test_series_key_carries_every_label_to_python_unchanged(spark):
+    """Labels cross to the Python worker as one JSON string (series_key) and come back exact."""
+    import numpy as np
+
+    from spark_jobs.windows import SERIES_COLUMNS, series_key_column, series_labels
+
+    row = ("c", "admin", "consumer_lag", "gauge", None, "t.1", 7, 'g "\u001f\u0000 ü', None)
+    schema = ", ".join(f"{name} {'int' if name == 'partition' else 'string'}" for name in SERIES_COLUMNS)
+    (key,) = spark.createDataFrame([row], schema).select(series_key_column()).first()
+    labels = series_labels(np.array([key, key], dtype=object))
+    assert [labels[name][1] for name in SERIES_COLUMNS] == list(row)
