@@ -188,7 +188,8 @@ def update_windows(
     touched_open = open_now & merged.pop("touched")
     rows = _output_rows(merged, touched_open, samples.iloc[starts], fresh, size_ms)
     windows = {k: v[open_now] for k, v in merged.items()}
-    series = _advance_series(series, sid[ends], ts[ends], value[ends], watermark_ms)
+    newest = np.r_[sid[1:] != sid[:-1], True]  # the last row of each series (rows sorted by sid, ts)
+    series = _advance_series(series, sid[newest], ts[newest], value[newest], watermark_ms)
     return rows, series, windows
 
 
@@ -287,7 +288,12 @@ def _output_rows(
 def _advance_series(
     series: dict[str, np.ndarray], sid: np.ndarray, last_ts: np.ndarray, last_value: np.ndarray, watermark_ms: int
 ) -> dict[str, np.ndarray]:
-    """Newest (ts, value) per series; series silent for SERIES_TTL_MS past the watermark are dropped."""
+    """Newest (ts, value) per series; series silent for SERIES_TTL_MS past the watermark are dropped.
+
+    ``sid`` holds each series of the batch once: the table must stay unique per series, or
+    :func:`_lookup` would find an older entry (a batch spanning several windows of a series
+    once left one entry per window, and the next batch chained its increase to the oldest).
+    """
     keep_old = ~np.isin(series["sid"], sid)
     merged_sid = np.concatenate([series["sid"][keep_old], sid])
     merged_ts = np.concatenate([series["last_ts"][keep_old], last_ts])

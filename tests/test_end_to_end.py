@@ -203,7 +203,8 @@ def test_make_run_stack_judges_groups_alerts_and_shows_it(
         assert _lake_committed_total(tmp_path, STOPPED) == broker_committed
 
         _check_dashboard(dashboard_port, tmp_path, artifacts_dir)
-        print(f"\ne2e timings: up {up_s:.0f} s, WARN+STOP and rising time lag {judged_s:.0f} s, alert {alerted_s:.0f} s")
+        timings = f"up {up_s:.0f} s, WARN+STOP and rising time lag {judged_s:.0f} s, alert {alerted_s:.0f} s"
+        print(f"\ne2e timings: {timings}")
     finally:
         process.send_signal(signal.SIGINT)
         try:

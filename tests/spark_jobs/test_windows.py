@@ -132,3 +132,28 @@ def test_series_key_carries_every_label_to_python_unchanged(spark):
     (key,) = spark.createDataFrame([row], schema).select(series_key_column()).first()
     labels = series_labels(np.array([key, key], dtype=object))
     assert [labels[name][1] for name in SERIES_COLUMNS] == list(row)
+
+
+def test_a_batch_spanning_windows_hands_its_newest_sample_to_the_next_batch():
+    """A backlog batch holds several windows of one series; the next batch's first increase
+    must start from the batch's newest sample, and a replay of it must be dropped."""
+    import json
+
+    import pandas as pd
+
+    from spark_jobs.windows import empty_series, empty_windows, update_windows
+
+    key = json.dumps(["c", "jmx", "bytes_in_total", "counter", "1", None, None, None, None])
+
+    def batch(points: list[tuple[int, float]]) -> pd.DataFrame:
+        ts, values = zip(*points, strict=True)
+        return pd.DataFrame({"sid": 7, "ts": ts, "value": values, "series_key": key})
+
+    # Three windows of 10 s in one batch: the newest sample is (25 s, 130).
+    _, series, open_windows = update_windows(
+        batch([(5_000, 100.0), (15_000, 110.0), (25_000, 130.0)]), empty_series(), empty_windows(), 10_000, 0
+    )
+    assert series["sid"].tolist() == [7] and series["last_ts"].tolist() == [25_000], "one entry per series"
+    rows, series, _ = update_windows(batch([(25_000, 130.0), (35_000, 170.0)]), series, open_windows, 10_000, 0)
+    assert rows["window_start"].tolist() == [30_000], "the replayed 25 s sample is a duplicate, not a new window"
+    assert rows["rate_per_s"].tolist() == [4.0], "(170 − 130) / 10 s, from the previous batch's newest sample"
