@@ -109,7 +109,7 @@ def rollups(
         routed.drop("route")
         .groupBy("bucket")
         .applyInPandasWithState(
-            partial(_rollup_bucket, size_ms=size_ms, lag_config=lag_config),
+            partial(_rollup_bucket, size_ms=size_ms, delay_ms=int(watermark_s * 1000), lag_config=lag_config),
             outputStructType=OUTPUT_DDL,
             stateStructType=STATE_DDL,
             outputMode="append",
@@ -142,7 +142,12 @@ def _dead_letter_columns(texts: np.ndarray) -> windows.Columns:
 
 
 def _rollup_bucket(
-    key: tuple, batches: Iterator[pd.DataFrame], state: Any, size_ms: dict[str, int], lag_config: LagConfig | None
+    key: tuple,
+    batches: Iterator[pd.DataFrame],
+    state: Any,
+    size_ms: dict[str, int],
+    delay_ms: int,
+    lag_config: LagConfig | None,
 ) -> Iterator[pd.DataFrame]:
     """applyInPandasWithState function: one bucket's metric series and groups, one batch."""
     frames = [frame for frame in batches if len(frame)]
@@ -160,7 +165,9 @@ def _rollup_bucket(
         series, open_windows = (
             windows.decode_state(saved[table]) if table in saved else (windows.empty_series(), windows.empty_windows())
         )
-        rows, series, open_windows = windows.update_windows(metric_samples, series, open_windows, millis, watermark_ms)
+        rows, series, open_windows = windows.update_windows(
+            metric_samples, series, open_windows, millis, watermark_ms, delay_ms
+        )
         saved[table] = windows.encode_state(series, open_windows)
         parts.append((table, rows))
     dead = batch["dead_letter"].to_numpy()[roles == DEAD]

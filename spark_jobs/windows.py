@@ -27,6 +27,10 @@ Rules (also in docs/rollups.md for operators):
   never emitted again (re-emitting from partial state would overwrite the complete row in the
   lake, where the newest version wins). A sample arriving for a closed window still advances
   its series' last (ts, value), so the next window's rate stays right.
+- A window is also dropped from state, after its rows are emitted, when its end is at or below
+  the batch's newest sample minus the watermark delay: Spark's next watermark is at least that,
+  so the window is closed from the next batch on. A batch catching up a backlog spans many
+  minutes; carrying all its windows to the next batch made the state ten times larger.
 - A series with no sample for ``SERIES_TTL_MS`` past the watermark is forgotten; its next
   sample then has no predecessor (rate NULL for that window, as for a brand-new series).
 - The series id is a 64-bit hash of the labels (collision odds ~1e-8 at a million series).
@@ -146,11 +150,13 @@ def update_windows(
     windows: dict[str, np.ndarray],
     size_ms: int,
     watermark_ms: int,
+    delay_ms: int,
 ) -> tuple[Columns, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Fold one batch of samples into a bucket's state; return (columns to emit, series, windows).
 
     Pure pandas/numpy so it can be tested and profiled without Spark. ``batch`` has columns
-    sid, ts, value and series_key; ``series``/``windows`` are sorted by key.
+    sid, ts, value and series_key; ``series``/``windows`` are sorted by key. ``delay_ms`` is
+    the query's watermark delay.
     """
     samples = _new_samples(batch, series)
     if samples.empty:
@@ -187,7 +193,9 @@ def update_windows(
     open_now = merged["wstart"] + size_ms > watermark_ms
     touched_open = open_now & merged.pop("touched")
     rows = _output_rows(merged, touched_open, samples.iloc[starts], fresh, size_ms)
-    windows = {k: v[open_now] for k, v in merged.items()}
+    next_watermark_floor = max(watermark_ms, int(ts.max()) - delay_ms)
+    keep = merged["wstart"] + size_ms > next_watermark_floor
+    windows = {k: v[keep] for k, v in merged.items()}
     newest = np.r_[sid[1:] != sid[:-1], True]  # the last row of each series (rows sorted by sid, ts)
     series = _advance_series(series, sid[newest], ts[newest], value[newest], watermark_ms)
     return rows, series, windows

@@ -151,9 +151,25 @@ def test_a_batch_spanning_windows_hands_its_newest_sample_to_the_next_batch():
 
     # Three windows of 10 s in one batch: the newest sample is (25 s, 130).
     _, series, open_windows = update_windows(
-        batch([(5_000, 100.0), (15_000, 110.0), (25_000, 130.0)]), empty_series(), empty_windows(), 10_000, 0
+        batch([(5_000, 100.0), (15_000, 110.0), (25_000, 130.0)]), empty_series(), empty_windows(), 10_000, 0, 30_000
     )
     assert series["sid"].tolist() == [7] and series["last_ts"].tolist() == [25_000], "one entry per series"
-    rows, series, _ = update_windows(batch([(25_000, 130.0), (35_000, 170.0)]), series, open_windows, 10_000, 0)
+    rows, series, _ = update_windows(batch([(25_000, 130.0), (35_000, 170.0)]), series, open_windows, 10_000, 0, 30_000)
     assert rows["window_start"].tolist() == [30_000], "the replayed 25 s sample is a duplicate, not a new window"
     assert rows["rate_per_s"].tolist() == [4.0], "(170 − 130) / 10 s, from the previous batch's newest sample"
+
+
+def test_a_backlog_batch_keeps_only_windows_the_next_watermark_leaves_open():
+    """Windows ending at or below (newest sample − delay) are emitted, then leave the state."""
+    import json
+
+    import pandas as pd
+
+    from spark_jobs.windows import empty_series, empty_windows, update_windows
+
+    key = json.dumps(["c", "jmx", "under_replicated", "gauge", "1", None, None, None, None])
+    ts = [5_000, 15_000, 25_000, 65_000]
+    samples = pd.DataFrame({"sid": 9, "ts": ts, "value": [1.0, 2.0, 3.0, 4.0], "series_key": key})
+    rows, _, open_windows = update_windows(samples, empty_series(), empty_windows(), 10_000, 0, 30_000)
+    assert rows["window_start"].tolist() == [0, 10_000, 20_000, 60_000], "every window is emitted once"
+    assert open_windows["wstart"].tolist() == [60_000], "only the window ending after 65 s − 30 s stays"
