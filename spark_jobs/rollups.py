@@ -5,9 +5,10 @@ Why one operator: Spark allows only one ``applyInPandasWithState`` per streaming
 the samples topic a second time. So every sample is routed once through one shuffle:
 
 - each sample goes to its metric series' bucket (``windows.py`` state, one per window size);
-- a lag sample (admin `committed_offset` / `consumer_lag` with a group) goes *also* to its
-  group's bucket (``lag.py`` state) — an ``explode`` of a one- or two-element array, not a
-  union, so the source is scanned once;
+- except a lag sample (admin `committed_offset` / `consumer_lag` with a group): it goes to its
+  group's bucket (``lag.py`` state), where its metric windows are kept as well. A lag series
+  always carries its group, so it always lands in the same bucket, and each sample crosses
+  the exchange once;
 - a record that failed parsing (input from ``parse.parse_records``: `error` set) goes to a
   bucket by its offset and comes out unchanged as a `dead_letters` row, touching no state. Its
   event time is NULL, which leaves the watermark (the maximum event time) alone.
@@ -57,7 +58,8 @@ WINDOW_TABLES = {"10 seconds": "metrics_10s", "1 minute": "metrics_1m"}
 ROLLUP_TABLES: tuple[str, ...] = ("metrics_10s", "metrics_1m", "lag_1m", "group_status", "dead_letters")
 OUTPUT_DDL = "table string, arrow binary"
 STATE_DDL = "blob binary"
-#: Each input row's role, a small integer (a string per row costs more to pass to Python).
+#: Each input row's role, a small integer (a string per row costs more to pass to Python); a LAG
+#: sample feeds its group's lag state and, like a METRIC sample, its own metric windows.
 METRIC, LAG, DEAD = 0, 1, 2
 #: What windows.update_windows reads of a sample (selected before its sort: fewer columns to move).
 METRIC_INPUTS: tuple[str, ...] = ("sid", "ts", "value", "series_key")
@@ -77,44 +79,38 @@ def rollups(
     size_ms = {WINDOW_TABLES[size]: windows.window_millis(size) for size in sizes}
     watermarked = parsed.withWatermark("event_time", f"{int(watermark_s * 1000)} milliseconds")
     sid = windows.series_id_column()
-    routes = []
-    if size_ms:
-        routes.append(
-            (F.lit(True), F.struct(F.lit(METRIC).alias("role"), F.pmod(sid, F.lit(STATE_BUCKETS)).alias("b")))
-        )
-    if lag_config is not None:
-        group_bucket = F.pmod(F.xxhash64("cluster", "group_id"), F.lit(STATE_BUCKETS))
-        routes.append((lag.is_lag_sample(), F.struct(F.lit(LAG).alias("role"), group_bucket.alias("b"))))
-    if not routes:
+    if not size_ms and lag_config is None:
         raise ValueError("rollups needs at least one window size or a lag_config")
+    role = F.lit(METRIC)
+    bucket = F.pmod(sid, F.lit(STATE_BUCKETS))
+    if lag_config is not None:
+        # A lag series always has its group, so its windows live in the group's bucket too.
+        is_lag = lag.is_lag_sample()
+        role = F.when(is_lag, F.lit(LAG)).otherwise(role)
+        bucket = F.when(is_lag, F.pmod(F.xxhash64("cluster", "group_id"), F.lit(STATE_BUCKETS))).otherwise(bucket)
     if "error" in parsed.columns:
-        valid = F.col("error").isNull()
-        routes = [(valid & cond, route) for cond, route in routes]
-        dead_bucket = F.pmod(F.col("source_offset"), F.lit(STATE_BUCKETS)).cast("int")
-        routes.append((~valid, F.struct(F.lit(DEAD).alias("role"), dead_bucket.alias("b"))))
-    targets = F.filter(F.array(*[F.when(cond, route) for cond, route in routes]), lambda r: r.isNotNull())
+        dead = F.col("error").isNotNull()
+        role = F.when(dead, F.lit(DEAD)).otherwise(role)
+        bucket = F.when(dead, F.pmod(F.col("source_offset"), F.lit(STATE_BUCKETS))).otherwise(bucket)
     routed = watermarked.select(
-        # event_time carries the watermark metadata: without it in the operator's input, Spark
-        # tells the state function there is no watermark.
-        F.explode(targets).alias("route"),
+        role.alias("role"),
+        bucket.cast("int").alias("bucket"),
         sid.alias("sid"),
         F.xxhash64("cluster", "group_id", "topic", "partition").alias("pkey"),  # lag pairing key
         "ts",
+        # event_time carries the watermark metadata: without it in the operator's input, Spark
+        # tells the state function there is no watermark.
         "event_time",
         "value",
         windows.series_key_column().alias("series_key"),
         _dead_letter_input(parsed.columns),
-    ).select(F.col("route.role").alias("role"), F.col("route.b").alias("bucket"), "*")
-    return (
-        routed.drop("route")
-        .groupBy("bucket")
-        .applyInPandasWithState(
-            partial(_rollup_bucket, size_ms=size_ms, delay_ms=int(watermark_s * 1000), lag_config=lag_config),
-            outputStructType=OUTPUT_DDL,
-            stateStructType=STATE_DDL,
-            outputMode="append",
-            timeoutConf=GroupStateTimeout.NoTimeout,
-        )
+    )
+    return routed.groupBy("bucket").applyInPandasWithState(
+        partial(_rollup_bucket, size_ms=size_ms, delay_ms=int(watermark_s * 1000), lag_config=lag_config),
+        outputStructType=OUTPUT_DDL,
+        stateStructType=STATE_DDL,
+        outputMode="append",
+        timeoutConf=GroupStateTimeout.NoTimeout,
     )
 
 
@@ -158,7 +154,7 @@ def _rollup_bucket(
     watermark_ms = state.getCurrentWatermarkMs()
     parts: list[tuple[str, windows.Columns]] = []
     roles = batch["role"].to_numpy()
-    metric_samples = batch.loc[roles == METRIC, list(METRIC_INPUTS)]
+    metric_samples = batch.loc[roles != DEAD, list(METRIC_INPUTS)]
     for table, millis in size_ms.items():
         if metric_samples.empty:
             break
