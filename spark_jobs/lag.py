@@ -14,8 +14,9 @@ not per group: see windows.py for why); a bucket's state is a pickled dict of
 (topic, partition) (:func:`encode_groups` / :func:`decode_groups`).
 The judgement itself lives in ``lag_status.py``.
 
-The rows come out of the job's one stateful operator (``rollups.py``) with a ``table`` column;
-in foreachBatch, ``rollups.decode_table`` opens each table's rows (every lake column except `version`).
+The rows come out of the job's one stateful operator (``rollups.py``) as one Arrow blob per
+table; in foreachBatch, ``rollups.decode_table`` opens them (every lake column but `version`).
+A lag sample's own metric windows (``windows.py``) are kept in its group's bucket as well.
 
 Rows emitted per batch: one lag_1m row per group-partition and 1-minute window that received
 an observation (values as of the newest observation in that window), and one group_status row
