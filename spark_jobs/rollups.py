@@ -94,7 +94,8 @@ def rollups(
         bucket = F.when(dead, F.pmod(F.col("source_offset"), F.lit(STATE_BUCKETS))).otherwise(bucket)
     routed = watermarked.select(
         role.alias("role"),
-        bucket.cast("int").alias("bucket"),
+        # bigint: the state key type in existing checkpoints (Spark refuses a changed key schema).
+        bucket.cast("bigint").alias("bucket"),
         sid.alias("sid"),
         F.xxhash64("cluster", "group_id", "topic", "partition").alias("pkey"),  # lag pairing key
         "ts",
