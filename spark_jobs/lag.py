@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import pickle
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -40,9 +40,6 @@ import pandas as pd
 from lagwatch.config import LagConfig
 from spark_jobs.lag_status import PartitionReport, PartitionTracker, Thresholds, summarize_group
 from spark_jobs.windows import series_labels
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 

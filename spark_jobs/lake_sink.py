@@ -24,10 +24,6 @@ log = logging.getLogger(__name__)
 Selector = Callable[[Any], Any]
 
 
-def whole_batch(data: Any) -> Any:
-    return data
-
-
 def batch_file_stem(batch_id: int, query: str) -> str:
     return f"b{batch_id:012d}-{query}"
 

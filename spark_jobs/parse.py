@@ -87,10 +87,6 @@ def _first_error(max_record_bytes: int) -> Column:
         if name != _CORRUPT:
             all_null = all_null & F.col(j + name).isNull()
     missing = F.concat_ws(", ", *[F.when(F.col(j + n).isNull(), F.lit(n)) for n in REQUIRED_FIELDS])
-    # A boolean test first: the list of names is a string built per row, so build it only for a failure.
-    any_missing = F.lit(False)
-    for name in REQUIRED_FIELDS:
-        any_missing = any_missing | F.col(j + name).isNull()
     value = F.col(j + "value")
     return (
         F.when(F.col("text").isNull(), F.lit("empty record (null value)"))
@@ -100,7 +96,7 @@ def _first_error(max_record_bytes: int) -> Column:
         )
         .when(F.col(j + _CORRUPT).isNotNull() & all_null, F.lit("not a JSON object"))
         .when(F.col(j + _CORRUPT).isNotNull(), F.concat(F.lit("wrong field type (unreadable: "), missing, F.lit(")")))
-        .when(any_missing, F.concat(F.lit("missing field(s): "), missing))
+        .when(F.length(missing) > 0, F.concat(F.lit("missing field(s): "), missing))
         .when(
             F.col(j + "v") != SCHEMA_VERSION,
             F.format_string(f"unsupported schema version v=%d (this job reads v={SCHEMA_VERSION})", F.col(j + "v")),

@@ -69,18 +69,15 @@ def rollups(
     parsed: DataFrame,
     watermark_s: float,
     lag_config: LagConfig | None,
-    sizes: Sequence[str] = tuple(WINDOW_TABLES),
 ) -> DataFrame:
-    """Streaming rows for metrics_10s, metrics_1m (per ``sizes``), with a lag_config lag_1m and group_status,
+    """Streaming rows for metrics_10s and metrics_1m, with a lag_config lag_1m and group_status,
     and dead_letters when ``parsed`` comes from ``parse.parse_records`` (has an `error` column)."""
     from pyspark.sql import functions as F
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    size_ms = {WINDOW_TABLES[size]: windows.window_millis(size) for size in sizes}
+    size_ms = {table: windows.window_millis(size) for size, table in WINDOW_TABLES.items()}
     watermarked = parsed.withWatermark("event_time", f"{int(watermark_s * 1000)} milliseconds")
     sid = windows.series_id_column()
-    if not size_ms and lag_config is None:
-        raise ValueError("rollups needs at least one window size or a lag_config")
     role = F.lit(METRIC)
     bucket = F.pmod(sid, F.lit(STATE_BUCKETS))
     if lag_config is not None:

@@ -99,7 +99,9 @@ def series_key_column() -> Any:
 
     Why one string: each column passed to the Python worker costs its share of the exchange,
     and nine label columns were an eighth of the job's time. JSON because a label may hold
-    any character; :func:`series_labels` splits only the distinct keys of a batch.
+    any character; :func:`series_labels` splits only the distinct keys of a batch. The series
+    id stays the hash of :func:`series_id_column`'s form, not of this string: it keys the state
+    in existing checkpoints.
     """
     from pyspark.sql import functions as F
 

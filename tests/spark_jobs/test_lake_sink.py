@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 
 from lagwatch import lake as lakelib
-from spark_jobs.lake_sink import LakeWriter, whole_batch
+from spark_jobs.lake_sink import LakeWriter
 from spark_jobs.rollups import OUTPUT_DDL, ROLLUP_TABLES, decode_table, encode_parts
 
 WHEN = dt.datetime(2026, 6, 1, 10, 0, tzinfo=dt.UTC)
@@ -37,7 +37,7 @@ def _lake_rows(lake: Path, duckdb_path: Path) -> list[tuple]:
 def test_replayed_batch_leaves_the_same_rows_and_newer_versions_win(spark: Any, tmp_path: Path) -> None:
     lake, views = tmp_path / "lake", tmp_path / "lagwatch.duckdb"
     lakelib.ensure_lake(lake)
-    writer = LakeWriter(lake, "dead_letters", {"dead_letters": whole_batch})
+    writer = LakeWriter(lake, "dead_letters", {"dead_letters": lambda data: data})
 
     writer(_dead_letters(spark, range(0, 5), "first"), 0)
     once = _lake_rows(lake, views)
