@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from lagwatch.samples import make_sample
-from spark_jobs.parse import DEAD_LETTER_RAW_CHARS, parse_records
+from spark_jobs.decode import DEAD_LETTER_RAW_CHARS
+from spark_jobs.parse import parse_records
 from spark_jobs.schema import DEAD_LETTER_COLUMNS, KAFKA_RECORD_SCHEMA, PARSED_SAMPLE_SCHEMA
 
 MAX_BYTES = 1024
@@ -94,14 +95,15 @@ def test_oversized_raw_text_is_truncated_and_says_so(spark: Any) -> None:
 
 
 def test_the_job_plan_parses_each_record_once(spark: Any) -> None:
-    """Parse → stateful operator, as the job builds it: one from_json in the optimized plan.
+    """Parse → stateful operator, as the job builds it: one Python decode per record, no from_json.
 
-    A filter on `error` pushed below the parsing projection repeats the parse in every check
-    (about 50 JSON parses per record, seen once); this guards the job's plan against that.
+    A projection Spark duplicates, or a filter pushed below the decoder, would decode again;
+    this guards the job's plan against that (with from_json it once made 50 parses a record).
     """
     from lagwatch.config import LagConfig
     from spark_jobs.rollups import rollups
 
     records = parse_records(_records(spark, [json.dumps(_valid()).encode()]), "prod", MAX_BYTES)
     plan = rollups(records, 30, LagConfig())._jdf.queryExecution().optimizedPlan().toString()
-    assert plan.count("from_json(") == 1, plan
+    assert plan.count("MapInArrow") == 1, plan
+    assert "from_json(" not in plan, plan
