@@ -119,12 +119,14 @@ checkpoint_dir = "{directory / "checkpoints"}"
 
 @dataclass
 class RssPeaks:
-    """Peak resident memory (MB) per role in the job's process tree, sampled every 0.5 s."""
+    """Peak resident memory (MB) per role in the job's process tree, and its CPU, sampled every 0.5 s."""
 
     jvm: float = 0.0
     driver: float = 0.0
     workers: float = 0.0
     total: float = 0.0
+    #: CPU seconds last seen per process of the tree (a process's final half second may be missed).
+    cpu: dict[int, float] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def watch(self, root_pid: int) -> threading.Thread:
@@ -138,7 +140,8 @@ class RssPeaks:
     def _loop(self, root_pid: int) -> None:
         while not self._stop.is_set():
             jvm = driver = workers = 0.0
-            for pid, command, rss in _tree(root_pid):
+            for pid, command, rss, cpu in _tree(root_pid):
+                self.cpu[pid] = cpu
                 if pid == root_pid:
                     driver += rss
                 elif "java" in command:
@@ -150,21 +153,23 @@ class RssPeaks:
             time.sleep(0.5)
 
 
-def _tree(root: int) -> list[tuple[int, str, float]]:
+def _tree(root: int) -> list[tuple[int, str, float, float]]:
+    """(pid, command line, RSS MB, CPU seconds) of root and its descendants."""
     children: dict[int, list[int]] = {}
-    info: dict[int, tuple[str, float]] = {}
+    info: dict[int, tuple[str, float, float]] = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            ppid = int(stat[1])
+            cpu = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
             rss_pages = int((entry / "statm").read_text().split()[1])
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except (OSError, ValueError, IndexError):
             continue
         children.setdefault(ppid, []).append(int(entry.name))
-        info[int(entry.name)] = (command, rss_pages * os.sysconf("SC_PAGE_SIZE") / 2**20)
+        info[int(entry.name)] = (command, rss_pages * os.sysconf("SC_PAGE_SIZE") / 2**20, cpu)
     found, todo = [], [root]
     while todo:
         pid = todo.pop()
@@ -208,6 +213,15 @@ class Throughput:
     whole_run: float  # samples/s from the first batch's start to the last batch's end
     sustained_note: str
     whole_note: str
+    job_cpu_s: float  # CPU of the job's process tree over its whole run
+    broker_cpu_s: float  # CPU of the broker, which shares the two cores, over the same run
+    wall_s: float
+
+
+def _cpu_seconds(pid: int) -> float:
+    """utime + stime of one live process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _rate(batches: list[tuple[str, float, float, int, float | None]]) -> tuple[int, float]:
@@ -216,15 +230,17 @@ def _rate(batches: list[tuple[str, float, float, int, float | None]]) -> tuple[i
     return rows, max(b[1] + b[2] for b in batches) - min(b[1] for b in batches)
 
 
-def throughput(servers: str, directory: Path) -> tuple[Throughput, RssPeaks]:
+def throughput(servers: str, directory: Path, broker_pid: int) -> tuple[Throughput, RssPeaks]:
     topic = "bench-throughput"
     preload_s = preload(servers, topic, SAMPLES)
     config_path = _write_config(directory, servers, topic, trigger_s=2, max_rows_per_batch=BATCH_ROWS)
     peaks = RssPeaks()
+    broker_cpu, started = _cpu_seconds(broker_pid), time.monotonic()
     job = _stream(config_path, directory / "throughput.log", available_now=True)
     peaks.watch(job.pid)
     code = job.wait(1800)
     peaks.stop()
+    usage = (sum(peaks.cpu.values()), _cpu_seconds(broker_pid) - broker_cpu, time.monotonic() - started)
     if code != 0:
         raise RuntimeError(f"stream --available-now exited {code}; see {directory / 'throughput.log'}")
     batches = sorted((r for r in _progress(directory) if r[0] == "rollups" and r[3] > 0), key=lambda r: r[1])
@@ -237,7 +253,7 @@ def throughput(servers: str, directory: Path) -> tuple[Throughput, RssPeaks]:
         f"first (warm-up) batch of {batches[0][2]:.1f} s; preload {preload_s:.0f} s"
     )
     whole_note = f"{all_rows:,} samples over {all_s:.1f} s, first batch included (JVM start excluded)"
-    return Throughput(warm_rows / warm_s, all_rows / all_s, note, whole_note), peaks
+    return Throughput(warm_rows / warm_s, all_rows / all_s, note, whole_note, *usage), peaks
 
 
 def freshness(servers: str, directory: Path) -> tuple[float, str]:
@@ -298,7 +314,8 @@ def run() -> list[Result]:
         base = Path(tmp)
         (base / "throughput").mkdir()
         (base / "live").mkdir()
-        rate, peaks = throughput(broker.bootstrap_servers, base / "throughput")
+        assert broker.pid is not None
+        rate, peaks = throughput(broker.bootstrap_servers, base / "throughput", broker.pid)
         p95, live_note = freshness(broker.bootstrap_servers, base / "live")
     return [
         Result(
@@ -310,6 +327,14 @@ def run() -> list[Result]:
             rate.sustained_note,
         ),
         Result("samples/s, whole run incl. warm-up batch", rate.whole_run, "samples/s", None, note=rate.whole_note),
+        Result(
+            "job CPU per sample (whole run)",
+            rate.job_cpu_s / SAMPLES * 1e6,
+            "µs",
+            None,
+            note=f"job {rate.job_cpu_s:.0f} s CPU and the broker {rate.broker_cpu_s:.0f} s, on 2 cores over "
+            f"{rate.wall_s:.0f} s from the job's start (the broker serves the topic on the same cores)",
+        ),
         Result("p95 freshness at 2 s trigger", p95, "s", 5, "max", live_note),
         Result("peak RSS driver JVM", peaks.jvm, "MB", None, note="spark.driver.memory 2g"),
         Result("peak RSS Python driver", peaks.driver, "MB", None),

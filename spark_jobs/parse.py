@@ -37,6 +37,12 @@ def parse_records(records: DataFrame, cluster: str, max_record_bytes: int) -> Da
     decoded = records.select(*KAFKA_INPUTS).mapInArrow(
         partial(decode_batches, max_record_bytes=max_record_bytes), from_arrow_schema(DECODED_SCHEMA)
     )
+    return parsed_from_decoded(decoded, cluster)
+
+
+def parsed_from_decoded(decoded: DataFrame, cluster: str) -> DataFrame:
+    """decode.DECODED_SCHEMA rows (from :func:`parse_records`'s decoder, or from the Python Kafka
+    source, which runs the same decoder in its reader) → what :func:`parse_records` returns."""
     return decoded.select(
         *[_sample_column(name, cluster) for name in PARSED_SAMPLE_SCHEMA.names], *_dead_letter_columns()
     )

@@ -1,8 +1,10 @@
-"""The samples stream as KAFKA_RECORD_SCHEMA rows, from whichever Kafka source is configured.
+"""The parsed samples stream, from whichever Kafka source is configured.
 
 `[spark] source = "python"` (default) uses the bundled confluent-kafka data source, which needs
 no jar; `"kafka"` uses Spark's native `format("kafka")` where the deployment ships
-spark-sql-kafka. Both yield the same columns, so parsing and everything after it is shared.
+spark-sql-kafka. Both end in the same columns (parse.parse_records's), decoded by the same
+function (decode.decode_batch): the Python source runs it in its reader, which saves handing
+every record to a second Python worker; after the native source it runs in ``mapInArrow``.
 """
 
 from __future__ import annotations
@@ -15,10 +17,12 @@ from pyspark.sql import functions as F
 from lagwatch.config import Config
 from lagwatch.kafka import transport_client_config
 from spark_jobs import kafka_source
+from spark_jobs.parse import parse_records, parsed_from_decoded
 from spark_jobs.schema import KAFKA_RECORD_SCHEMA
 
 
-def python_source(spark: Any, config: Config) -> DataFrame:
+def python_source(spark: Any, config: Config, decode: bool = False) -> DataFrame:
+    """KAFKA_RECORD_SCHEMA rows, or with ``decode`` decode.DECODED_SCHEMA rows."""
     kafka_source.register(spark)
     options = kafka_source.source_options(
         transport_client_config(config),
@@ -28,6 +32,7 @@ def python_source(spark: Any, config: Config) -> DataFrame:
         timeout_s=config.spark.kafka_timeout_s,
         retries=config.spark.kafka_retries,
         read_timeout_s=config.spark.kafka_read_timeout_s,
+        decode_max_bytes=config.spark.max_record_bytes if decode else None,
     )
     return spark.readStream.format(kafka_source.SOURCE_NAME).options(**options).load()
 
@@ -48,8 +53,8 @@ def native_source(spark: Any, config: Config) -> DataFrame:
     return frame.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in KAFKA_RECORD_SCHEMA.fields])
 
 
-def samples_stream(spark: Any, config: Config) -> DataFrame:
-    """The configured source's records, columns exactly KAFKA_RECORD_SCHEMA."""
+def parsed_samples(spark: Any, config: Config) -> DataFrame:
+    """The configured source's records as parse.parse_records returns them."""
     if config.spark.source == "kafka":
-        return native_source(spark, config)
-    return python_source(spark, config)
+        return parse_records(native_source(spark, config), config.cluster.name, config.spark.max_record_bytes)
+    return parsed_from_decoded(python_source(spark, config, decode=True), config.cluster.name)

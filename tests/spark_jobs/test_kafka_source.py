@@ -85,3 +85,41 @@ def test_unreachable_broker_fails_naming_the_servers(spark: Any, tmp_path: Path)
     message = str(failure.value)
     assert servers in message
     assert "did not answer" in message
+
+
+def test_with_decoding_on_the_reader_yields_decoded_samples_and_dead_letters(
+    spark: Any, broker: Any, kafka: Any, unique: Any, tmp_path: Path
+) -> None:
+    from tests.spark_jobs.samples_io import gauge_samples, produce_values
+
+    topic = unique("decoded")
+    kafka.create_topic(topic, 1)
+    samples = gauge_samples(30, start_ms=1_767_225_600_000)
+    values = [(s.key(), s.to_json()) for s in samples]
+    values[7] = (b"k", b"not json at all")
+    produce_values(broker.bootstrap_servers, topic, values)
+    options = kafka_source.source_options({"bootstrap.servers": broker.bootstrap_servers}, topic, decode_max_bytes=4096)
+    rows: list[Any] = []
+
+    kafka_source.register(spark)
+    frame = spark.readStream.format(kafka_source.SOURCE_NAME).options(**options).load()
+    query = (
+        frame.writeStream.foreachBatch(lambda batch, _id: rows.extend(batch.collect()))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+
+    assert len(rows) == 30
+    (dead,) = [r for r in rows if r.error is not None]
+    assert (dead.error, dead.raw, dead.source_topic, dead.source_offset) == (
+        "not a JSON object",
+        "not json at all",
+        topic,
+        7,
+    )
+    good = [r for r in rows if r.error is None]
+    expected = [s for i, s in enumerate(samples) if i != 7]
+    assert sorted((r.id, r.value, r.broker) for r in good) == sorted((s.id, s.value, s.broker) for s in expected)
+    assert all(r.source_offset is None and r.raw is None for r in good)
