@@ -62,6 +62,16 @@ DECODED_SCHEMA = pa.schema(
     ]
 )
 _KAFKA_COLUMNS = {"topic": "source_topic", "partition": "source_partition", "offset": "source_offset"}
+#: The Kafka record columns the decoder reads, as it reads them.
+_KAFKA_SCHEMA = pa.schema(
+    [
+        pa.field("value", pa.binary()),
+        pa.field("topic", pa.string()),
+        pa.field("partition", pa.int32()),
+        pa.field("offset", pa.int64()),
+        pa.field("timestamp", pa.timestamp("us", tz="UTC")),
+    ]
+)
 _PARSE_OPTIONS = pj.ParseOptions(explicit_schema=ARROW_SCHEMA, unexpected_field_behavior="ignore")
 _NO_TEXT = pa.scalar(None, pa.string())
 _ROW_IN_ERROR = re.compile(r" in row (\d+)")
@@ -69,7 +79,12 @@ _INT_RANGES = {pa.int32(): 2**31, pa.int64(): 2**63}
 
 
 def decode_batch(records: pa.RecordBatch, max_record_bytes: int) -> pa.RecordBatch:
-    """Kafka records (value, topic, partition, offset, timestamp) → one DECODED_SCHEMA row each."""
+    """Kafka records (value, topic, partition, offset, timestamp) → one DECODED_SCHEMA row each.
+
+    Input types are normalised first: Spark sends large_binary/large_string when
+    `spark.sql.execution.arrow.useLargeVarTypes` is on, and accepts either kind back.
+    """
+    records = records.select(_KAFKA_SCHEMA.names).cast(_KAFKA_SCHEMA)
     values = records.column("value")
     rows, errors = decode_values(values, max_record_bytes)
     dead = pc.is_valid(errors)
@@ -78,8 +93,7 @@ def decode_batch(records: pa.RecordBatch, max_record_bytes: int) -> pa.RecordBat
     columns += [errors, _raw_texts(values, dead) if any_dead else pa.nulls(len(values), pa.string())]
     for name in _KAFKA_COLUMNS:
         columns.append(_unless(pc.invert(dead), records.column(name), True))
-    received = records.column("timestamp").cast(pa.timestamp("us", tz="UTC"))
-    columns.append(_unless(pc.invert(dead), received, True))
+    columns.append(_unless(pc.invert(dead), records.column("timestamp"), True))
     return pa.RecordBatch.from_arrays(columns, schema=DECODED_SCHEMA)
 
 

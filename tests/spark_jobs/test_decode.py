@@ -115,3 +115,21 @@ def test_checks_run_in_order_and_name_the_value() -> None:
         "unknown kind 'histogram'",
         "missing field(s): id, metric",
     ]
+
+
+def test_large_arrow_types_are_read_as_well() -> None:
+    """What Spark sends with spark.sql.execution.arrow.useLargeVarTypes on."""
+    values = [json.dumps(_sample(5.0)).encode(), b"oops"]
+    records = pa.RecordBatch.from_pydict(
+        {
+            "value": pa.array(values, pa.large_binary()),
+            "topic": pa.array(["samples"] * 2, pa.large_string()),
+            "partition": pa.array([1, 1], pa.int32()),
+            "offset": pa.array([10, 11], pa.int64()),
+            "timestamp": pa.array([TS * 1000] * 2, pa.timestamp("us", tz="Europe/Paris")),
+        }
+    )
+    rows = decode_batch(records, 4096).to_pylist()
+    assert [(r["value"], r["error"]) for r in rows] == [(5.0, None), (None, "not a JSON object")]
+    assert (rows[1]["source_topic"], rows[1]["source_offset"], rows[1]["raw"]) == ("samples", 11, "oops")
+    assert rows[1]["received_at"].timestamp() * 1000 == TS
