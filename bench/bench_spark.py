@@ -161,9 +161,8 @@ def _tree(root: int) -> list[tuple[int, str, float, float]]:
         if not entry.name.isdigit():
             continue
         try:
-            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            ppid = int(stat[1])
-            cpu = (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+            stat = _stat_fields(entry)
+            ppid, cpu = int(stat[1]), _cpu_of(stat)
             rss_pages = int((entry / "statm").read_text().split()[1])
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except (OSError, ValueError, IndexError):
@@ -218,10 +217,18 @@ class Throughput:
     wall_s: float
 
 
+def _stat_fields(process: Path) -> list[str]:
+    """/proc/<pid>/stat after the command name (which may hold spaces): state, ppid, …"""
+    return (process / "stat").read_text().rsplit(")", 1)[1].split()
+
+
+def _cpu_of(stat: list[str]) -> float:
+    """utime + stime in seconds, from :func:`_stat_fields`."""
+    return (int(stat[11]) + int(stat[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _cpu_seconds(pid: int) -> float:
-    """utime + stime of one live process."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return _cpu_of(_stat_fields(Path(f"/proc/{pid}")))
 
 
 def _rate(batches: list[tuple[str, float, float, int, float | None]]) -> tuple[int, float]:

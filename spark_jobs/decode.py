@@ -65,7 +65,7 @@ DECODED_SCHEMA = pa.schema(
 )
 #: The Kafka record columns the decoder reads, as it reads them; all but `value` pass on to a dead
 #: letter as source_topic, source_partition, source_offset and received_at.
-_KAFKA_SCHEMA = pa.schema(
+KAFKA_INPUT_SCHEMA = pa.schema(
     [
         pa.field("value", pa.binary()),
         pa.field("topic", pa.string()),
@@ -86,14 +86,14 @@ def decode_batch(records: pa.RecordBatch, max_record_bytes: int) -> pa.RecordBat
     Input types are normalised first: Spark sends large_binary/large_string when
     `spark.sql.execution.arrow.useLargeVarTypes` is on, and accepts either kind back.
     """
-    records = records.select(_KAFKA_SCHEMA.names).cast(_KAFKA_SCHEMA)
+    records = records.select(KAFKA_INPUT_SCHEMA.names).cast(KAFKA_INPUT_SCHEMA)
     values = records.column("value")
     rows, errors = decode_values(values, max_record_bytes)
     dead = pc.is_valid(errors)
     any_dead = pc.any(dead).as_py()
     columns = [_unless(dead, rows.column(f.name), any_dead and f.name != "cluster") for f in ARROW_SCHEMA]
     columns += [errors, _raw_texts(values, dead) if any_dead else pa.nulls(len(values), pa.string())]
-    columns += [_unless(pc.invert(dead), records.column(name), True) for name in _KAFKA_SCHEMA.names[1:]]
+    columns += [_unless(pc.invert(dead), records.column(name), True) for name in KAFKA_INPUT_SCHEMA.names[1:]]
     return pa.RecordBatch.from_arrays(columns, schema=DECODED_SCHEMA)
 
 

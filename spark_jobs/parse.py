@@ -22,11 +22,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from spark_jobs.decode import DECODED_SCHEMA, decode_batches
+from spark_jobs.decode import DECODED_SCHEMA, KAFKA_INPUT_SCHEMA, decode_batches
 from spark_jobs.schema import DEAD_LETTER_COLUMNS, PARSED_SAMPLE_SCHEMA
-
-#: The Kafka record columns the decoder reads (every source yields them, see schema.py).
-KAFKA_INPUTS: tuple[str, ...] = ("value", "topic", "partition", "offset", "timestamp")
 
 
 def parse_records(records: DataFrame, cluster: str, max_record_bytes: int) -> DataFrame:
@@ -35,7 +32,7 @@ def parse_records(records: DataFrame, cluster: str, max_record_bytes: int) -> Da
     A valid sample has `error` NULL and NULL dead-letter columns; a dead letter has NULL sample
     columns except `cluster` (its own if readable, else the job's). Streaming-safe.
     """
-    decoded = records.select(*KAFKA_INPUTS).mapInArrow(
+    decoded = records.select(*KAFKA_INPUT_SCHEMA.names).mapInArrow(
         partial(decode_batches, max_record_bytes=max_record_bytes), from_arrow_schema(DECODED_SCHEMA)
     )
     return parsed_from_decoded(decoded, cluster)
