@@ -118,8 +118,8 @@ checkpoint_dir = "{directory / "checkpoints"}"
 
 
 @dataclass
-class RssPeaks:
-    """Peak resident memory (MB) per role in the job's process tree, and its CPU, sampled every 0.5 s."""
+class JobWatch:
+    """The job's process tree, sampled every 0.5 s: peak resident memory (MB) per role, and CPU."""
 
     jvm: float = 0.0
     driver: float = 0.0
@@ -237,17 +237,17 @@ def _rate(batches: list[tuple[str, float, float, int, float | None]]) -> tuple[i
     return rows, max(b[1] + b[2] for b in batches) - min(b[1] for b in batches)
 
 
-def throughput(servers: str, directory: Path, broker_pid: int) -> tuple[Throughput, RssPeaks]:
+def throughput(servers: str, directory: Path, broker_pid: int) -> tuple[Throughput, JobWatch]:
     topic = "bench-throughput"
     preload_s = preload(servers, topic, SAMPLES)
     config_path = _write_config(directory, servers, topic, trigger_s=2, max_rows_per_batch=BATCH_ROWS)
-    peaks = RssPeaks()
+    watch = JobWatch()
     broker_cpu, started = _cpu_seconds(broker_pid), time.monotonic()
     job = _stream(config_path, directory / "throughput.log", available_now=True)
-    peaks.watch(job.pid)
+    watch.watch(job.pid)
     code = job.wait(1800)
-    peaks.stop()
-    usage = (sum(peaks.cpu.values()), _cpu_seconds(broker_pid) - broker_cpu, time.monotonic() - started)
+    watch.stop()
+    usage = (sum(watch.cpu.values()), _cpu_seconds(broker_pid) - broker_cpu, time.monotonic() - started)
     if code != 0:
         raise RuntimeError(f"stream --available-now exited {code}; see {directory / 'throughput.log'}")
     batches = sorted((r for r in _progress(directory) if r[0] == "rollups" and r[3] > 0), key=lambda r: r[1])
@@ -260,7 +260,7 @@ def throughput(servers: str, directory: Path, broker_pid: int) -> tuple[Throughp
         f"first (warm-up) batch of {batches[0][2]:.1f} s; preload {preload_s:.0f} s"
     )
     whole_note = f"{all_rows:,} samples over {all_s:.1f} s, first batch included (JVM start excluded)"
-    return Throughput(warm_rows / warm_s, all_rows / all_s, note, whole_note, *usage), peaks
+    return Throughput(warm_rows / warm_s, all_rows / all_s, note, whole_note, *usage), watch
 
 
 def freshness(servers: str, directory: Path) -> tuple[float, str]:
@@ -322,7 +322,7 @@ def run() -> list[Result]:
         (base / "throughput").mkdir()
         (base / "live").mkdir()
         assert broker.pid is not None
-        rate, peaks = throughput(broker.bootstrap_servers, base / "throughput", broker.pid)
+        rate, watch = throughput(broker.bootstrap_servers, base / "throughput", broker.pid)
         p95, live_note = freshness(broker.bootstrap_servers, base / "live")
     return [
         Result(
@@ -343,10 +343,10 @@ def run() -> list[Result]:
             f"{rate.wall_s:.0f} s from the job's start (the broker serves the topic on the same cores)",
         ),
         Result("p95 freshness at 2 s trigger", p95, "s", 5, "max", live_note),
-        Result("peak RSS driver JVM", peaks.jvm, "MB", None, note="spark.driver.memory 2g"),
-        Result("peak RSS Python driver", peaks.driver, "MB", None),
-        Result("peak RSS Python workers (sum)", peaks.workers, "MB", None),
-        Result("peak RSS whole job", peaks.total, "MB", None),
+        Result("peak RSS driver JVM", watch.jvm, "MB", None, note="spark.driver.memory 2g"),
+        Result("peak RSS Python driver", watch.driver, "MB", None),
+        Result("peak RSS Python workers (sum)", watch.workers, "MB", None),
+        Result("peak RSS whole job", watch.total, "MB", None),
     ]
 
 

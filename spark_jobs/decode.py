@@ -50,19 +50,16 @@ ARROW_SCHEMA = pa.schema(
         for name, kind in SAMPLE_FIELDS.items()
     ]
 )
+_DEAD_LETTER_FIELDS = (
+    pa.field("raw", pa.string()),
+    pa.field("source_topic", pa.string()),
+    pa.field("source_partition", pa.int32()),
+    pa.field("source_offset", pa.int64()),
+    pa.field("received_at", pa.timestamp("us", tz="UTC")),
+)
 #: What decode_batch returns: the sample's fields (NULL on a dead letter, but for a readable
 #: cluster), then the dead letter's (NULL on a valid sample).
-DECODED_SCHEMA = pa.schema(
-    [
-        *ARROW_SCHEMA,
-        pa.field("error", pa.string()),
-        pa.field("raw", pa.string()),
-        pa.field("source_topic", pa.string()),
-        pa.field("source_partition", pa.int32()),
-        pa.field("source_offset", pa.int64()),
-        pa.field("received_at", pa.timestamp("us", tz="UTC")),
-    ]
-)
+DECODED_SCHEMA = pa.schema([*ARROW_SCHEMA, pa.field("error", pa.string()), *_DEAD_LETTER_FIELDS])
 #: The Kafka record columns the decoder reads, as it reads them; all but `value` pass on to a dead
 #: letter as source_topic, source_partition, source_offset and received_at.
 KAFKA_INPUT_SCHEMA = pa.schema(
@@ -90,10 +87,15 @@ def decode_batch(records: pa.RecordBatch, max_record_bytes: int) -> pa.RecordBat
     values = records.column("value")
     rows, errors = decode_values(values, max_record_bytes)
     dead = pc.is_valid(errors)
-    any_dead = pc.any(dead).as_py()
-    columns = [_unless(dead, rows.column(f.name), any_dead and f.name != "cluster") for f in ARROW_SCHEMA]
-    columns += [errors, _raw_texts(values, dead) if any_dead else pa.nulls(len(values), pa.string())]
-    columns += [_unless(pc.invert(dead), records.column(name), True) for name in KAFKA_INPUT_SCHEMA.names[1:]]
+    if not pc.any(dead).as_py():  # the usual batch: samples as read, no dead-letter fields
+        columns = [*rows.columns, errors, *[pa.nulls(len(values), f.type) for f in _DEAD_LETTER_FIELDS]]
+        return pa.RecordBatch.from_arrays(columns, schema=DECODED_SCHEMA)
+    valid = pc.invert(dead)
+    columns = [
+        rows.column(name) if name == "cluster" else _null_where(dead, rows.column(name)) for name in rows.schema.names
+    ]
+    columns += [errors, _raw_texts(values, dead)]
+    columns += [_null_where(valid, records.column(name)) for name in KAFKA_INPUT_SCHEMA.names[1:]]
     return pa.RecordBatch.from_arrays(columns, schema=DECODED_SCHEMA)
 
 
@@ -255,7 +257,7 @@ def _in_order(pieces: list[tuple[np.ndarray, pa.Table]], size: int) -> pa.Table:
         nulls = pa.table([pa.nulls(len(gaps), f.type) for f in ARROW_SCHEMA], schema=ARROW_SCHEMA)
         pieces = [*pieces, (gaps, nulls)]
     order = np.concatenate([index for index, _ in pieces])
-    table = pa.concat_tables([table.cast(ARROW_SCHEMA) for _, table in pieces])
+    table = pa.concat_tables([table for _, table in pieces])
     return table.take(pa.array(np.argsort(order, kind="stable")))
 
 
@@ -312,10 +314,7 @@ def _join(*parts: Any) -> pa.Array:
     return pc.binary_join_element_wise(*texts, "")
 
 
-def _unless(condition: pa.Array, column: Any, mask: bool) -> Any:
-    """``column`` with NULL where ``condition`` holds (only when ``mask``: a clean batch skips it)."""
-    if not mask:
-        return column
+def _null_where(condition: pa.Array, column: pa.Array) -> pa.Array:
     return pc.if_else(condition, pa.scalar(None, column.type), column)
 
 

@@ -81,6 +81,8 @@ GROUP_STATUS_COLUMNS: tuple[str, ...] = (
     "updated_at",
 )
 GroupTracks = dict[tuple[str, int], PartitionTracker]
+#: The labels of a paired observation (from the committed-offset sample's series key).
+_PAIR_LABELS: tuple[str, ...] = ("cluster", "group_id", "topic", "partition")
 
 
 def is_lag_sample() -> Any:
@@ -120,8 +122,8 @@ def pair_observations(samples: pd.DataFrame) -> pd.DataFrame:
     """
     key = key_all = samples["pkey"].to_numpy(np.int64)
     ts = ts_all = samples["ts"].to_numpy(np.int64)
-    series_keys = samples["series_key"].to_numpy()
-    is_lag = series_labels(series_keys, ("metric",))["metric"] == "consumer_lag"
+    labels = series_labels(samples["series_key"].to_numpy(), ("metric", *_PAIR_LABELS))
+    is_lag = labels["metric"] == "consumer_lag"
     order = np.lexsort((is_lag, ts, key))
     key, ts, is_lag = key[order], ts[order], is_lag[order]
     same_next = (key[1:] == key[:-1]) & (ts[1:] == ts[:-1])
@@ -133,7 +135,7 @@ def pair_observations(samples: pd.DataFrame) -> pd.DataFrame:
         log.debug("%d lag sample(s) without their same-cycle partner were skipped", unpaired)
     committed_rows, lag_rows = order[pair_start], order[pair_start + 1]
     values = samples["value"].to_numpy(np.float64)
-    paired = pd.DataFrame(series_labels(series_keys[committed_rows], ("cluster", "group_id", "topic", "partition")))
+    paired = pd.DataFrame({name: labels[name][committed_rows] for name in _PAIR_LABELS})
     paired["ts"] = ts_all[committed_rows]
     paired["pkey"] = key_all[committed_rows]
     paired["committed"] = np.round(values[committed_rows]).astype(np.int64)

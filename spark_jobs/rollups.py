@@ -127,7 +127,7 @@ def _dead_letter_input(columns: Sequence[str]) -> Any:
     return F.when(F.col("error").isNotNull(), F.to_json(F.struct(*fields))).alias("dead_letter")
 
 
-def _dead_letter_columns(texts: np.ndarray) -> windows.Columns:
+def _dead_letter_rows(texts: np.ndarray) -> windows.Columns:
     """dead_letters column arrays from the operator's `dead_letter` JSON strings."""
     records = [json.loads(text) for text in texts]
     return {
@@ -166,7 +166,7 @@ def _rollup_bucket(
         parts.append((table, rows))
     dead = batch["dead_letter"].to_numpy()[roles == DEAD]
     if len(dead):
-        parts.append(("dead_letters", _dead_letter_columns(dead)))
+        parts.append(("dead_letters", _dead_letter_rows(dead)))
     lag_samples = batch[roles == LAG]
     if lag_config is not None and not lag_samples.empty:
         groups = lag.decode_groups(saved["lag"]) if "lag" in saved else {}

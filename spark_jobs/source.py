@@ -21,8 +21,8 @@ from spark_jobs.parse import parse_records, parsed_from_decoded
 from spark_jobs.schema import KAFKA_RECORD_SCHEMA
 
 
-def python_source(spark: Any, config: Config, decode: bool = False) -> DataFrame:
-    """KAFKA_RECORD_SCHEMA rows, or with ``decode`` decode.DECODED_SCHEMA rows."""
+def python_source(spark: Any, config: Config) -> DataFrame:
+    """decode.DECODED_SCHEMA rows: the bundled source decodes in its reader (module docstring)."""
     kafka_source.register(spark)
     options = kafka_source.source_options(
         transport_client_config(config),
@@ -32,7 +32,7 @@ def python_source(spark: Any, config: Config, decode: bool = False) -> DataFrame
         timeout_s=config.spark.kafka_timeout_s,
         retries=config.spark.kafka_retries,
         read_timeout_s=config.spark.kafka_read_timeout_s,
-        decode_max_bytes=config.spark.max_record_bytes if decode else None,
+        decode_max_bytes=config.spark.max_record_bytes,
     )
     return spark.readStream.format(kafka_source.SOURCE_NAME).options(**options).load()
 
@@ -57,4 +57,4 @@ def parsed_samples(spark: Any, config: Config) -> DataFrame:
     """The configured source's records as parse.parse_records returns them."""
     if config.spark.source == "kafka":
         return parse_records(native_source(spark, config), config.cluster.name, config.spark.max_record_bytes)
-    return parsed_from_decoded(python_source(spark, config, decode=True), config.cluster.name)
+    return parsed_from_decoded(python_source(spark, config), config.cluster.name)
