@@ -17,8 +17,9 @@ How offsets flow:
 
 With the option ``decodeSamplesMaxBytes`` the reader also decodes each batch as lagwatch samples
 (``decode.decode_batch``, the function ``parse.py`` runs after any other source) and yields
-DECODED_SCHEMA rows. The records then cross between Python and the JVM once, decoded, instead
-of three times (raw to the JVM, to a second Python worker to be decoded, and back).
+them packed (``packed.py``): one row per read batch of up to ARROW_BATCH_ROWS records, holding
+their DECODED_SCHEMA rows. The records then cross into the JVM once, decoded, and as a few
+large values instead of one row each.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class SourceOptions:
     timeout_s: float = 10.0
     retries: int = 2
     read_timeout_s: float = 120.0
-    #: When set, yield decode.DECODED_SCHEMA rows (records over this many bytes are dead letters).
+    #: When set, yield decode.DECODED_SCHEMA rows packed (records over this many bytes are dead letters).
     decode_max_bytes: int | None = None
 
     @property
@@ -389,12 +390,13 @@ def read_range(options: SourceOptions, part: KafkaRangePartition) -> Iterator[An
 
 
 def _handed_over(records: Any, options: SourceOptions) -> Any:
-    """The batch as Spark gets it: raw records, or decoded samples (module docstring)."""
+    """The batch as Spark gets it: raw records, or its decoded samples packed in one row."""
     if options.decode_max_bytes is None:
         return records
     from spark_jobs.decode import decode_batch
+    from spark_jobs.packed import pack
 
-    return decode_batch(records, options.decode_max_bytes)
+    return pack(decode_batch(records, options.decode_max_bytes))
 
 
 class _ArrowBatch:
@@ -457,14 +459,12 @@ class KafkaDataSource(DataSource):
     def name(cls) -> str:
         return SOURCE_NAME
 
-    def schema(self) -> StructType:
+    def schema(self) -> StructType | str:
         if SourceOptions.parse(self.options).decode_max_bytes is None:
             return KAFKA_RECORD_SCHEMA
-        from pyspark.sql.pandas.types import from_arrow_schema
+        from spark_jobs.packed import PACKED_DDL
 
-        from spark_jobs.decode import DECODED_SCHEMA
-
-        return from_arrow_schema(DECODED_SCHEMA)
+        return PACKED_DDL
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return KafkaStreamReader(SourceOptions.parse(self.options))

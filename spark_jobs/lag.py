@@ -85,19 +85,6 @@ GroupTracks = dict[tuple[str, int], PartitionTracker]
 _PAIR_LABELS: tuple[str, ...] = ("cluster", "group_id", "topic", "partition")
 
 
-def is_lag_sample() -> Any:
-    """The samples lag analytics reads: admin committed offsets and lags of a group's partition."""
-    from pyspark.sql import functions as F
-
-    return (
-        (F.col("source") == "admin")
-        & F.col("metric").isin(*LAG_METRICS)
-        & F.col("group_id").isNotNull()
-        & F.col("topic").isNotNull()
-        & F.col("partition").isNotNull()
-    )
-
-
 def encode_groups(groups: dict[tuple[str, str], GroupTracks]) -> bytes:
     plain = {key: {where: track.to_state() for where, track in tracks.items()} for key, tracks in groups.items()}
     return pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)

@@ -3,6 +3,10 @@
 Why a StreamingQueryListener: Spark calls it in the driver after each batch has committed, so
 "the newest event time written" is known to be in the lake by then, and freshness (report time
 minus that event time) is what an analyst waiting for a sample actually experiences.
+
+Input rows are Kafka records. Spark's own count is of the rows its source yielded, and the job
+reads records packed thousands to a row (``packed.py``), so the query counts the records with
+an observed metric (:func:`observe_input_records`) and the rates are scaled to it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,16 @@ from lagwatch import lake as lakelib
 
 log = logging.getLogger(__name__)
 
+#: The observed metric (``DataFrame.observe``) that counts a batch's input records.
+INPUT_RECORDS = "input_records"
+
+
+def observe_input_records(frame: Any, count_column: str) -> Any:
+    """``frame`` reporting, per batch, the sum of ``count_column`` as its input records."""
+    from pyspark.sql import functions as F
+
+    return frame.observe(INPUT_RECORDS, F.coalesce(F.sum(count_column), F.lit(0)).alias("records"))
+
 
 def _parse_time(text: str | None) -> dt.datetime | None:
     if not text:
@@ -32,18 +46,36 @@ def progress_row(progress: Any, cluster: str) -> dict[str, Any]:
     event_time = data.get("eventTime") or {}
     newest = _parse_time(event_time.get("max"))
     duration = (data.get("durationMs") or {}).get("triggerExecution")
+    rows = int(data.get("numInputRows") or 0)
+    records = _observed_records(data)
+    scale = 1.0 if records is None else (records / rows if rows else 0.0)
     return {
         "cluster": cluster,
         "query": data.get("name") or str(data.get("id")),
         "batch_id": int(data["batchId"]),
         "ts": reported,
-        "input_rows": int(data.get("numInputRows") or 0),
-        "input_rows_per_s": _number(data.get("inputRowsPerSecond")),
-        "processed_rows_per_s": _number(data.get("processedRowsPerSecond")),
+        "input_rows": rows if records is None else records,
+        "input_rows_per_s": _scaled(data.get("inputRowsPerSecond"), scale),
+        "processed_rows_per_s": _scaled(data.get("processedRowsPerSecond"), scale),
         "batch_duration_ms": None if duration is None else int(duration),
         "watermark": _parse_time(event_time.get("watermark")),
         "freshness_s": None if newest is None else max(0.0, (lakelib.utc_now() - newest).total_seconds()),
     }
+
+
+def _observed_records(data: dict[str, Any]) -> int | None:
+    """The batch's records as :func:`observe_input_records` counted them (None: not observed)."""
+    observed = (data.get("observedMetrics") or {}).get(INPUT_RECORDS)
+    if observed is None:
+        return None
+    # a Row in the listener's progress object, a plain dict in its JSON form
+    records = (observed.asDict() if hasattr(observed, "asDict") else observed).get("records")
+    return None if records is None else int(records)
+
+
+def _scaled(value: Any, scale: float) -> float | None:
+    number = _number(value)
+    return None if number is None else number * scale
 
 
 def _number(value: Any) -> float | None:

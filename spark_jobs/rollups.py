@@ -2,21 +2,22 @@
 
 Why one operator: Spark allows only one ``applyInPandasWithState`` per streaming query
 ("Multiple applyInPandasWithStates are not supported"), and a second query would read and parse
-the samples topic a second time. So every sample is routed once through one shuffle:
+the samples topic a second time. So every record is routed once through one exchange, by
+``route.py``, packed per state bucket (``packed.py`` says why):
 
 - each sample goes to its metric series' bucket (``windows.py`` state, one per window size);
 - except a lag sample (admin `committed_offset` / `consumer_lag` with a group): it goes to its
   group's bucket (``lag.py`` state), where its metric windows are kept as well. A lag series
   always carries its group, so it always lands in the same bucket, and each sample crosses
   the exchange once;
-- a record that failed parsing (input from ``parse.parse_records``: `error` set) goes to a
-  bucket by its offset and comes out unchanged as a `dead_letters` row, touching no state. Its
-  event time is NULL, which leaves the watermark (the maximum event time) alone.
+- a record that failed decoding (`error` set) goes to a bucket by its offset and comes out
+  unchanged as a `dead_letters` row, touching no state. It has no event time, which leaves
+  the watermark (the maximum event time) alone.
 
 The output has one row per bucket and table: the table's name and its rows as an Arrow IPC
 stream (:func:`encode_parts`). In foreachBatch, :func:`decode_table` opens one table's rows:
 
-    out = rollups(parsed, watermark_s=30, lag_config=config.lag)
+    out = rollups(packed_samples, watermark_s=30, lag_config=config.lag)
     def write(batch, batch_id):
         data = batch.toArrow()
         for name in ROLLUP_TABLES:
@@ -34,7 +35,7 @@ from __future__ import annotations
 
 import json
 import pickle
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
@@ -45,86 +46,52 @@ import pyarrow.compute as pc
 
 from lagwatch import lake as lakelib
 from lagwatch.config import LagConfig
-from spark_jobs import lag, windows
+from spark_jobs import lag, packed, route, windows
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-#: Fixed for the life of a checkpoint (the state is keyed by bucket). Each bucket is one Python
-#: call per micro-batch doing vectorised work for all its series/groups.
-STATE_BUCKETS = 16
 WINDOW_TABLES = {"10 seconds": "metrics_10s", "1 minute": "metrics_1m"}
 ROLLUP_TABLES: tuple[str, ...] = ("metrics_10s", "metrics_1m", "lag_1m", "group_status", "dead_letters")
 OUTPUT_DDL = "table string, arrow binary"
 STATE_DDL = "blob binary"
-#: Each input row's role, a small integer (a string per row costs more to pass to Python); a LAG
-#: sample feeds its group's lag state and, like a METRIC sample, its own metric windows.
-METRIC, LAG, DEAD = 0, 1, 2
 #: What windows.update_windows reads of a sample (selected before its sort: fewer columns to move).
 METRIC_INPUTS: tuple[str, ...] = ("sid", "ts", "value", "series_key")
 
 
 def rollups(
-    parsed: DataFrame,
+    samples: DataFrame,
     watermark_s: float,
     lag_config: LagConfig | None,
+    cluster: str | None = None,
 ) -> DataFrame:
     """Streaming rows for metrics_10s and metrics_1m, with a lag_config lag_1m and group_status,
-    and dead_letters when ``parsed`` comes from ``parse.parse_records`` (has an `error` column)."""
-    from pyspark.sql import functions as F
+    and dead_letters for records that failed decoding.
+
+    ``samples`` is a packed frame (``packed.PACKED_DDL``) of decoded samples: what the Kafka
+    source yields, or ``parse.parse_records`` after Spark's native one. ``cluster`` names a
+    dead letter that cannot tell its own.
+    """
     from pyspark.sql.streaming.state import GroupStateTimeout
 
+    from spark_jobs.progress import observe_input_records
+
     size_ms = {table: windows.window_millis(size) for size, table in WINDOW_TABLES.items()}
-    watermarked = parsed.withWatermark("event_time", f"{int(watermark_s * 1000)} milliseconds")
-    sid = windows.series_id_column()
-    role = F.lit(METRIC)
-    bucket = F.pmod(sid, F.lit(STATE_BUCKETS))
-    if lag_config is not None:
-        # A lag series always has its group, so its windows live in the group's bucket too.
-        is_lag = lag.is_lag_sample()
-        role = F.when(is_lag, F.lit(LAG)).otherwise(role)
-        bucket = F.when(is_lag, F.pmod(F.xxhash64("cluster", "group_id"), F.lit(STATE_BUCKETS))).otherwise(bucket)
-    if "error" in parsed.columns:
-        dead = F.col("error").isNotNull()
-        role = F.when(dead, F.lit(DEAD)).otherwise(role)
-        bucket = F.when(dead, F.pmod(F.col("source_offset"), F.lit(STATE_BUCKETS))).otherwise(bucket)
-    routed = watermarked.select(
-        role.alias("role"),
-        # bigint: the state key type in existing checkpoints (Spark refuses a changed key schema).
-        bucket.cast("bigint").alias("bucket"),
-        sid.alias("sid"),
-        F.xxhash64("cluster", "group_id", "topic", "partition").alias("pkey"),  # lag pairing key
-        "ts",
-        # event_time carries the watermark metadata: without it in the operator's input, Spark
-        # tells the state function there is no watermark.
-        "event_time",
-        "value",
-        windows.series_key_column().alias("series_key"),
-        _dead_letter_input(parsed.columns),
+    routed = samples.mapInArrow(
+        partial(route.route_batches, cluster=cluster, lag_routing=lag_config is not None), route.ROUTED_DDL
     )
-    return routed.groupBy("bucket").applyInPandasWithState(
+    routed = observe_input_records(routed, "records")
+    # event_time (each routed row's newest sample) carries the watermark: without it in the
+    # operator's input, Spark tells the state function there is no watermark.
+    watermarked = routed.withWatermark("event_time", f"{int(watermark_s * 1000)} milliseconds")
+    return watermarked.groupBy("bucket").applyInPandasWithState(
         partial(_rollup_bucket, size_ms=size_ms, delay_ms=int(watermark_s * 1000), lag_config=lag_config),
         outputStructType=OUTPUT_DDL,
         stateStructType=STATE_DDL,
         outputMode="append",
         timeoutConf=GroupStateTimeout.NoTimeout,
     )
-
-
-def _dead_letter_input(columns: Sequence[str]) -> Any:
-    """A dead letter's fields as one JSON string column, NULL on a valid sample.
-
-    One mostly-NULL column instead of six: every input column costs its share of the exchange
-    with the Python worker, and dead letters are rare. received_at travels as epoch ms.
-    """
-    from pyspark.sql import functions as F
-
-    if "error" not in columns:
-        return F.lit(None).cast("string").alias("dead_letter")
-    fields = [F.col("cluster"), F.unix_millis("received_at").alias("received_at")]
-    fields += [F.col(name) for name in DEAD_LETTER_COLUMNS if name != "received_at"]
-    return F.when(F.col("error").isNotNull(), F.to_json(F.struct(*fields))).alias("dead_letter")
 
 
 def _dead_letter_rows(texts: np.ndarray) -> windows.Columns:
@@ -144,15 +111,15 @@ def _rollup_bucket(
     lag_config: LagConfig | None,
 ) -> Iterator[pd.DataFrame]:
     """applyInPandasWithState function: one bucket's metric series and groups, one batch."""
-    frames = [frame for frame in batches if len(frame)]
-    if not frames:
+    cells = [cell for frame in batches for cell in frame["samples"]]
+    if not cells:
         return
-    batch = _concat(frames)
+    batch = packed.unpack(cells).to_pandas()
     saved: dict[str, bytes] = pickle.loads(state.get[0]) if state.exists else {}
     watermark_ms = state.getCurrentWatermarkMs()
     parts: list[tuple[str, windows.Columns]] = []
     roles = batch["role"].to_numpy()
-    metric_samples = batch.loc[roles != DEAD, list(METRIC_INPUTS)]
+    metric_samples = batch.loc[roles != route.DEAD, list(METRIC_INPUTS)]
     for table, millis in size_ms.items():
         if metric_samples.empty:
             break
@@ -164,10 +131,10 @@ def _rollup_bucket(
         )
         saved[table] = windows.encode_state(series, open_windows)
         parts.append((table, rows))
-    dead = batch["dead_letter"].to_numpy()[roles == DEAD]
+    dead = batch["dead_letter"].to_numpy()[roles == route.DEAD]
     if len(dead):
         parts.append(("dead_letters", _dead_letter_rows(dead)))
-    lag_samples = batch[roles == LAG]
+    lag_samples = batch[roles == route.LAG]
     if lag_config is not None and not lag_samples.empty:
         groups = lag.decode_groups(saved["lag"]) if "lag" in saved else {}
         partition_rows, group_rows = lag.update_lag(lag_samples, groups, lag_config, watermark_ms)
@@ -177,14 +144,6 @@ def _rollup_bucket(
     parts = [(table, columns) for table, columns in parts if columns]
     if parts:
         yield encode_parts(parts)
-
-
-def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """The bucket's Arrow batches as one frame, column by column: pd.concat checks every None of a
-    mostly-NULL column (dead letters), which once took 60 % of the operator's time."""
-    if len(frames) == 1:
-        return frames[0]
-    return pd.DataFrame({name: np.concatenate([frame[name].to_numpy() for frame in frames]) for name in frames[0]})
 
 
 def encode_parts(parts: list[tuple[str, windows.Columns]]) -> pd.DataFrame:

@@ -2,9 +2,10 @@
 
 `[spark] source = "python"` (default) uses the bundled confluent-kafka data source, which needs
 no jar; `"kafka"` uses Spark's native `format("kafka")` where the deployment ships
-spark-sql-kafka. Both end in the same columns (parse.parse_records's), decoded by the same
-function (decode.decode_batch): the Python source runs it in its reader, which saves handing
-every record to a second Python worker; after the native source it runs in ``mapInArrow``.
+spark-sql-kafka. Both end in the same packed frame of decoded samples (``packed.py``), decoded
+by the same function (decode.decode_batch): the Python source runs it in its reader, which saves
+handing every record to a second Python worker; after the native source it runs in
+``mapInArrow`` (``parse.py``).
 """
 
 from __future__ import annotations
@@ -17,12 +18,12 @@ from pyspark.sql import functions as F
 from lagwatch.config import Config
 from lagwatch.kafka import transport_client_config
 from spark_jobs import kafka_source
-from spark_jobs.parse import parse_records, parsed_from_decoded
+from spark_jobs.parse import parse_records
 from spark_jobs.schema import KAFKA_RECORD_SCHEMA
 
 
 def python_source(spark: Any, config: Config) -> DataFrame:
-    """decode.DECODED_SCHEMA rows: the bundled source decodes in its reader (module docstring)."""
+    """Packed decoded samples: the bundled source decodes in its reader (module docstring)."""
     kafka_source.register(spark)
     options = kafka_source.source_options(
         transport_client_config(config),
@@ -53,8 +54,8 @@ def native_source(spark: Any, config: Config) -> DataFrame:
     return frame.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in KAFKA_RECORD_SCHEMA.fields])
 
 
-def parsed_samples(spark: Any, config: Config) -> DataFrame:
-    """The configured source's records as parse.parse_records returns them."""
+def packed_samples(spark: Any, config: Config) -> DataFrame:
+    """The configured source's records, decoded and packed (``packed.PACKED_DDL``)."""
     if config.spark.source == "kafka":
-        return parse_records(native_source(spark, config), config.cluster.name, config.spark.max_record_bytes)
-    return parsed_from_decoded(python_source(spark, config), config.cluster.name)
+        return parse_records(native_source(spark, config), config.spark.max_record_bytes)
+    return python_source(spark, config)

@@ -53,10 +53,8 @@ log = logging.getLogger(__name__)
 SERIES_TTL_MS = 3_600_000
 LABEL_COLUMNS: tuple[str, ...] = ("broker", "topic", "partition", "group_id", "client_id")
 SERIES_COLUMNS: tuple[str, ...] = ("cluster", "source", "metric", "kind", *LABEL_COLUMNS)
-_SEPARATOR = "\u001f"
 #: Output rows as column arrays (times in epoch ms), assembled by rollups.py.
 Columns = dict[str, np.ndarray]
-_NULL = "\u0000"
 
 _SERIES_FIELDS = ("sid", "last_ts", "last_value")
 _WINDOW_FIELDS = (
@@ -84,28 +82,6 @@ def window_millis(size: str) -> int:
     if amount <= 0:
         raise ValueError(f"window size {size!r} must be positive")
     return amount * (60_000 if match.group(2).startswith("minute") else 1_000)
-
-
-def series_id_column() -> Any:
-    """64-bit hash of the series labels; nulls are spelled out so (null, 'a') ≠ ('a', null)."""
-    from pyspark.sql import functions as F
-
-    parts = [F.coalesce(F.col(name).cast("string"), F.lit(_NULL)) for name in SERIES_COLUMNS]
-    return F.xxhash64(F.concat_ws(_SEPARATOR, *parts))
-
-
-def series_key_column() -> Any:
-    """The series labels as one JSON array string (`series_key`), in SERIES_COLUMNS order.
-
-    Why one string: each column passed to the Python worker costs its share of the exchange,
-    and nine label columns were an eighth of the job's time. JSON because a label may hold
-    any character; :func:`series_labels` splits only the distinct keys of a batch. The series
-    id stays the hash of :func:`series_id_column`'s form, not of this string: it keys the state
-    in existing checkpoints.
-    """
-    from pyspark.sql import functions as F
-
-    return F.to_json(F.array(*[F.col(name).cast("string") for name in SERIES_COLUMNS]))
 
 
 def series_labels(keys: np.ndarray, names: tuple[str, ...] = SERIES_COLUMNS) -> Columns:

@@ -95,10 +95,11 @@ def run_rollups(
     spark: Any, root: Path, batches: Sequence[Sequence[dict[str, Any]]], lag_config: Any, tables: Sequence[str]
 ) -> dict[str, list[list[Any]]]:
     """The job's rollups operator (30 s watermark) over `batches`, one micro-batch each."""
+    from spark_jobs.packed import PACKED_DDL, pack_batches
     from spark_jobs.rollups import rollups
 
     source = write_batches(root / "samples", batches)
-    build = lambda stream: rollups(stream, 30, lag_config=lag_config)  # noqa: E731
+    build = lambda stream: rollups(stream.mapInArrow(pack_batches, PACKED_DDL), 30, lag_config=lag_config)  # noqa: E731
     return run_stream(spark, source, build, root / "checkpoint", tables)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -11,6 +12,7 @@ from pyspark.errors import StreamingQueryException
 from lagwatch.broker import free_port
 from spark_jobs import kafka_source
 from spark_jobs.kafka_source import split_row_cap
+from spark_jobs.packed import unpack
 
 
 def test_row_cap_is_split_in_proportion_to_backlog() -> None:
@@ -87,7 +89,7 @@ def test_unreachable_broker_fails_naming_the_servers(spark: Any, tmp_path: Path)
     assert "did not answer" in message
 
 
-def test_with_decoding_on_the_reader_yields_decoded_samples_and_dead_letters(
+def test_with_decoding_on_the_reader_yields_packed_decoded_samples_and_dead_letters(
     spark: Any, broker: Any, kafka: Any, unique: Any, tmp_path: Path
 ) -> None:
     from tests.spark_jobs.samples_io import gauge_samples, produce_values
@@ -111,6 +113,9 @@ def test_with_decoding_on_the_reader_yields_decoded_samples_and_dead_letters(
     )
     query.awaitTermination()
 
+    assert frame.columns == ["samples"]
+    assert len(rows) == 1, "30 records read in one batch travel as one packed row"
+    rows = [SimpleNamespace(**record) for record in unpack(row.samples for row in rows).to_pylist()]
     assert len(rows) == 30
     (dead,) = [r for r in rows if r.error is not None]
     assert (dead.error, dead.raw, dead.source_topic, dead.source_offset) == (

@@ -121,19 +121,6 @@ def test_window_size_errors_name_the_bad_value():
         window_millis("ten seconds")
 
 
-def test_series_key_carries_every_label_to_python_unchanged(spark):
-    """Labels cross to the Python worker as one JSON string (series_key) and come back exact."""
-    import numpy as np
-
-    from spark_jobs.windows import SERIES_COLUMNS, series_key_column, series_labels
-
-    row = ("c", "admin", "consumer_lag", "gauge", None, "t.1", 7, 'g "\u001f\u0000 ü', None)
-    schema = ", ".join(f"{name} {'int' if name == 'partition' else 'string'}" for name in SERIES_COLUMNS)
-    (key,) = spark.createDataFrame([row], schema).select(series_key_column()).first()
-    labels = series_labels(np.array([key, key], dtype=object))
-    assert [labels[name][1] for name in SERIES_COLUMNS] == list(row)
-
-
 def test_a_batch_spanning_windows_hands_its_newest_sample_to_the_next_batch():
     """A backlog batch holds several windows of one series; the next batch's first increase
     must start from the batch's newest sample, and a replay of it must be dropped."""

@@ -1,0 +1,256 @@
+"""Decoded samples → the stateful operator's input: per state bucket, its rows packed in one cell.
+
+``rollups.py`` runs one stateful operator keyed by bucket (STATE_BUCKETS of them). This module
+decides each record's bucket and role and packs each bucket's rows as one Arrow cell
+(``packed.py`` says why), in ``mapInArrow`` before the exchange:
+
+- a metric sample goes to its series' bucket (``pmod(sid, STATE_BUCKETS)``);
+- a lag sample (admin ``committed_offset`` / ``consumer_lag`` of a group's partition) goes to
+  its group's bucket, where the group's lag state and the sample's metric windows both live;
+- a dead letter (``error`` set) goes to a bucket by its offset and passes the state untouched.
+
+Each routed row also carries the newest event time of its samples (NULL when it holds only
+dead letters): Spark's watermark is the maximum of that column, which equals the maximum over
+the samples, so the watermark is exactly what it was when every sample was a row.
+
+The hashes are Spark's own ``xxhash64`` (seed 42), computed once per distinct series of a
+batch: the series id and the bucket key the state of existing checkpoints, so they must not
+change. ``tests/spark_jobs/test_route.py`` checks them against Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import xxhash
+
+from spark_jobs import packed
+from spark_jobs.lag import LAG_METRICS
+from spark_jobs.schema import DEAD_LETTER_COLUMNS
+from spark_jobs.windows import SERIES_COLUMNS
+
+#: Fixed for the life of a checkpoint (the state is keyed by bucket). Each bucket is one Python
+#: call per micro-batch doing vectorised work for all its series/groups.
+STATE_BUCKETS = 16
+#: Each row's role in the operator: a LAG sample feeds its group's lag state and, like a METRIC
+#: sample, its own metric windows; a DEAD letter is written as it is.
+METRIC, LAG, DEAD = 0, 1, 2
+#: The rows one packed cell of the operator's input holds.
+OPERATOR_SCHEMA = pa.schema(
+    [
+        pa.field("role", pa.int8()),
+        pa.field("sid", pa.int64()),  # the series id (state key inside the bucket)
+        pa.field("pkey", pa.int64()),  # a lag sample's (cluster, group, topic, partition), for pairing; else 0
+        pa.field("ts", pa.int64()),
+        pa.field("value", pa.float64()),
+        pa.field("series_key", pa.string()),  # the series labels as a JSON array, SERIES_COLUMNS order
+        pa.field("dead_letter", pa.string()),  # a dead letter's fields as a JSON object, else NULL
+    ]
+)
+#: Spark's schema of the routed frame (``mapInArrow`` output).
+ROUTED_DDL = "bucket bigint, event_time timestamp, records bigint, samples binary"
+_ROUTED_SCHEMA = pa.schema(
+    [
+        pa.field("bucket", pa.int64()),
+        pa.field("event_time", pa.timestamp("us", tz="UTC")),
+        pa.field("records", pa.int64()),  # how many records the cell holds (progress counts them)
+        pa.field("samples", pa.binary()),
+    ]
+)
+_SPARK_SEED = 42
+_SEPARATOR = "\u001f"
+_NULL = "\u0000"
+#: A label JSON must escape (RE2 syntax).
+_NEEDS_ESCAPE = r'["\\\x00-\x1f]'
+
+
+def route_batches(
+    batches: Iterable[pa.RecordBatch], cluster: str | None, lag_routing: bool
+) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` function: packed decoded samples → ROUTED_DDL rows, one per bucket present."""
+    for batch in batches:
+        cells = packed.packed_cells(batch)
+        if cells:
+            yield route(packed.unpack(cells), cluster, lag_routing)
+
+
+def route(samples: pa.Table, cluster: str | None, lag_routing: bool) -> pa.RecordBatch:
+    """One ROUTED_DDL row per bucket the samples fall in: (bucket, newest event time, record count,
+    packed rows).
+
+    ``samples`` has the sample's columns (decode.DECODED_SCHEMA, or spark_jobs.schema's
+    PARSED_SAMPLE_SCHEMA); ``cluster`` names a record that cannot tell its own.
+    """
+    rows, buckets = operator_rows(samples, cluster, lag_routing)
+    order = np.argsort(buckets, kind="stable")
+    rows, buckets = rows.take(order), buckets[order]
+    starts = np.flatnonzero(np.r_[True, buckets[1:] != buckets[:-1]])
+    ends = np.r_[starts[1:], len(buckets)]
+    live = pc.not_equal(rows.column("role"), DEAD)
+    newest = [pc.max(pc.filter(rows.column("ts")[s:e], live[s:e])).as_py() for s, e in zip(starts, ends, strict=True)]
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(buckets[starts], pa.int64()),
+            pa.array([None if ms is None else ms * 1000 for ms in newest], pa.int64()).cast(_ROUTED_SCHEMA[1].type),
+            pa.array(ends - starts, pa.int64()),
+            pa.array([packed.pack_bytes(rows.slice(s, e - s)) for s, e in zip(starts, ends, strict=True)], pa.binary()),
+        ],
+        schema=_ROUTED_SCHEMA,
+    )
+
+
+def operator_rows(samples: pa.Table, cluster: str | None, lag_routing: bool) -> tuple[pa.Table, np.ndarray]:
+    """(OPERATOR_SCHEMA rows, each row's bucket), aligned with ``samples``."""
+    samples = samples.combine_chunks()
+    if cluster is not None:
+        samples = samples.set_column(
+            samples.schema.get_field_index("cluster"), "cluster", pc.fill_null(samples.column("cluster"), cluster)
+        )
+    codes, series = _distinct_series(samples)
+    routes = _series_routes(series, lag_routing)
+    sid, bucket, pkey, role, keys = (routes[name] for name in _ROUTE_FIELDS)
+    dead = _dead_mask(samples)
+    roles = np.where(dead, DEAD, role[codes]).astype(np.int8)
+    buckets = bucket[codes]
+    dead_letter = pa.nulls(samples.num_rows, pa.string())
+    if dead.any():
+        offsets = samples.column("source_offset").to_numpy(zero_copy_only=False)[dead]
+        buckets[dead] = np.mod(np.nan_to_num(offsets).astype(np.int64), STATE_BUCKETS)
+        dead_letter = _dead_letter_texts(samples, dead)
+    rows = pa.Table.from_arrays(
+        [
+            pa.array(roles),
+            pa.array(sid[codes]),
+            pa.array(pkey[codes]),
+            samples.column("ts").cast(pa.int64()),
+            samples.column("value").cast(pa.float64()),
+            keys.take(pa.array(codes)),
+            dead_letter,
+        ],
+        schema=OPERATOR_SCHEMA,
+    )
+    return rows, buckets.astype(np.int64)
+
+
+_ROUTE_FIELDS = ("sid", "bucket", "pkey", "role", "series_key")
+
+
+def _distinct_series(samples: pa.Table) -> tuple[np.ndarray, pa.Table]:
+    """Each row's series code, and per distinct series its labels and `text`, the form Spark hashes.
+
+    The text is ``concat_ws(U+001F, coalesce(cast(label as string), U+0000) …)`` over
+    SERIES_COLUMNS, the form whose xxhash64 is the series id in existing checkpoints.
+    """
+    parts = [pc.fill_null(samples.column(name).cast(pa.string()), _NULL) for name in SERIES_COLUMNS]
+    encoded = _array(pc.binary_join_element_wise(*parts, _SEPARATOR)).dictionary_encode()
+    codes = encoded.indices.to_numpy(zero_copy_only=False).astype(np.intp)
+    _, first = np.unique(codes, return_index=True)  # codes are 0…k-1: first row of each series
+    distinct = samples.select(list(SERIES_COLUMNS)).take(pa.array(first))
+    return codes, distinct.append_column("text", encoded.dictionary)
+
+
+def _series_routes(series: pa.Table, lag_routing: bool) -> dict[str, Any]:
+    """Per distinct series: sid, bucket, pkey, role (numpy arrays) and series_key (Arrow strings).
+
+    Vectorised but for one xxhash call per series (and three per lag series): a batch of a
+    live cluster holds about as many series as samples.
+    """
+    texts = series.column("text").cast(pa.binary()).to_pylist()
+    sid = np.fromiter((xxhash.xxh64_intdigest(text, _SPARK_SEED) for text in texts), np.uint64, len(texts))
+    sid = sid.view(np.int64)
+    routes = {
+        "sid": sid,
+        "bucket": np.mod(sid, STATE_BUCKETS),
+        "pkey": np.zeros(len(texts), np.int64),
+        "role": np.full(len(texts), METRIC, np.int8),
+        "series_key": _json_arrays(series),
+    }
+    if lag_routing:
+        lag_rows = np.flatnonzero(_is_lag(series))
+        labels = series.select(["cluster", "group_id", "topic", "partition"]).take(pa.array(lag_rows)).to_pylist()
+        for row, label in zip(lag_rows.tolist(), labels, strict=True):
+            routes["role"][row] = LAG
+            routes["bucket"][row] = spark_hash([label["cluster"], label["group_id"]]) % STATE_BUCKETS
+            routes["pkey"][row] = spark_hash(list(label.values()))
+    return routes
+
+
+def _is_lag(series: pa.Table) -> np.ndarray:
+    """Admin committed offsets and lags of a group's partition: what lag analytics reads."""
+    conditions = [
+        pc.equal(series.column("source"), "admin"),
+        pc.is_in(series.column("metric"), pa.array(LAG_METRICS)),
+        *[pc.is_valid(series.column(name)) for name in ("group_id", "topic", "partition")],
+    ]
+    lag = conditions[0]
+    for condition in conditions[1:]:
+        lag = pc.and_kleene(lag, condition)
+    return pc.fill_null(lag, False).to_numpy(zero_copy_only=False)
+
+
+def _json_arrays(series: pa.Table) -> pa.Array:
+    """Each series' labels as a JSON array in SERIES_COLUMNS order, built column-wise; a series
+    with a label that JSON must escape (a quote, a backslash, a control character) goes
+    through ``json.dumps`` instead."""
+    items, escape = [], pa.array(np.zeros(series.num_rows, bool))
+    for name in SERIES_COLUMNS:
+        column = _array(series.column(name))
+        if pa.types.is_string(column.type):
+            escape = pc.or_(escape, pc.fill_null(pc.match_substring_regex(column, _NEEDS_ESCAPE), False))
+            column = pc.binary_join_element_wise('"', column, '"', "")
+        items.append(pc.fill_null(column.cast(pa.string()), "null"))
+    keys = pc.binary_join_element_wise("[", pc.binary_join_element_wise(*items, ","), "]", "")
+    if not pc.any(escape).as_py():
+        return keys
+    texts = keys.to_pylist()
+    for row in np.flatnonzero(escape.to_numpy(zero_copy_only=False)).tolist():
+        texts[row] = json.dumps([series.column(name)[row].as_py() for name in SERIES_COLUMNS], ensure_ascii=False)
+    return pa.array(texts, pa.string())
+
+
+def spark_hash(values: Sequence[str | bytes | int | None]) -> int:
+    """Spark's ``xxhash64(v1, v2, …)``: each value hashed with the previous hash as its seed,
+    NULLs skipped, strings as UTF-8, ints as 4 little-endian bytes (Spark's IntegerType)."""
+    seed = _SPARK_SEED
+    for value in values:
+        if value is None:
+            continue
+        if isinstance(value, int):
+            data = value.to_bytes(4, "little", signed=True)
+        else:
+            data = value.encode() if isinstance(value, str) else value
+        seed = xxhash.xxh64_intdigest(data, seed)
+    return seed - 2**64 if seed >= 2**63 else seed
+
+
+def _array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+
+def _dead_mask(samples: pa.Table) -> np.ndarray:
+    if "error" not in samples.schema.names:
+        return np.zeros(samples.num_rows, bool)
+    return pc.is_valid(samples.column("error")).to_numpy(zero_copy_only=False)
+
+
+def _dead_letter_texts(samples: pa.Table, dead: np.ndarray) -> pa.Array:
+    """Each dead letter's fields as one JSON object (NULL on a sample); received_at in epoch ms.
+
+    received_at is the Kafka timestamp (a replayed batch is identical), else the time read.
+    """
+    now_ms = int(time.time() * 1000)
+    index = np.flatnonzero(dead)
+    fields = samples.select(["cluster", *DEAD_LETTER_COLUMNS]).take(pa.array(index))
+    fields = fields.set_column(1, "received_at", fields.column("received_at").cast(pa.timestamp("ms", tz="UTC")))
+    texts: list[str | None] = [None] * samples.num_rows
+    for position, record in zip(index.tolist(), fields.to_pylist(), strict=True):
+        received = record["received_at"]
+        record["received_at"] = now_ms if received is None else int(received.timestamp() * 1000)
+        texts[position] = json.dumps(record, ensure_ascii=False)
+    return pa.array(texts, pa.string())

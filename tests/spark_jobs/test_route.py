@@ -1,0 +1,154 @@
+"""Routing decoded samples to the state buckets: Spark's own hashes, every record once, packed."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from lagwatch.samples import make_sample
+from spark_jobs import route
+from spark_jobs.decode import decode_batch
+from spark_jobs.packed import unpack
+from spark_jobs.windows import SERIES_COLUMNS, series_labels
+
+TS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+KAFKA_TIME = dt.datetime(2026, 1, 1, 0, 0, 5, tzinfo=dt.UTC)
+
+#: Label sets that stress the hash input: NULLs in different places, a separator and a NUL
+#: inside a value, non-ASCII text, a negative partition, and lag series of two groups.
+LABELS: list[dict[str, Any]] = [
+    {"source": "jmx", "metric": "messages_in_total", "kind": "counter", "broker": "1"},
+    {"source": "jmx", "metric": "messages_in_total", "kind": "counter", "topic": "1"},
+    {"source": "admin", "metric": "log_end_offset", "kind": "counter", "topic": 't "\u001f\u0000 ü', "partition": -3},
+    {
+        "source": "admin",
+        "metric": "committed_offset",
+        "kind": "counter",
+        "group_id": "g1",
+        "topic": "t",
+        "partition": 0,
+    },
+    {"source": "admin", "metric": "consumer_lag", "kind": "gauge", "group_id": "g1", "topic": "t", "partition": 7},
+    {"source": "admin", "metric": "consumer_lag", "kind": "gauge", "group_id": "gé", "topic": "t", "partition": 7},
+    {"source": "admin", "metric": "consumer_lag", "kind": "gauge", "topic": "t", "partition": 7},  # no group
+]
+
+
+def _records(values: list[bytes | None]) -> pa.RecordBatch:
+    count = len(values)
+    return pa.RecordBatch.from_pydict(
+        {
+            "value": pa.array(values, pa.binary()),
+            "topic": ["samples"] * count,
+            "partition": pa.array([2] * count, pa.int32()),
+            "offset": pa.array(range(100, 100 + count), pa.int64()),
+            "timestamp": pa.array([KAFKA_TIME] * count, pa.timestamp("us", tz="UTC")),
+        }
+    )
+
+
+def _sample(labels: dict[str, Any], ts: int = TS, value: float = 1.0, cluster: str = "prod") -> bytes:
+    sample = make_sample(ts=ts, cluster=cluster, collector="c", value=value, **labels)
+    return sample.to_json()
+
+
+def _decoded(values: list[bytes | None]) -> pa.Table:
+    return pa.Table.from_batches([decode_batch(_records(values), max_record_bytes=4096)])
+
+
+def test_series_id_bucket_and_pair_key_equal_sparks_hashes(spark: Any) -> None:
+    """The series id and the bucket key the state of existing checkpoints, which Spark computed
+    with these expressions: route.py must give the very same numbers."""
+    from pyspark.sql import functions as F
+
+    decoded = _decoded([_sample(labels) for labels in LABELS])
+    rows, buckets = route.operator_rows(decoded, cluster=None, lag_routing=True)
+
+    frame = spark.createDataFrame(decoded.select(list(SERIES_COLUMNS)).to_pandas())
+    frame = frame.withColumn("partition", F.col("partition").cast("int"))
+    text = F.concat_ws("\u001f", *[F.coalesce(F.col(c).cast("string"), F.lit("\u0000")) for c in SERIES_COLUMNS])
+    is_lag = (
+        (F.col("source") == "admin")
+        & F.col("metric").isin("committed_offset", "consumer_lag")
+        & F.col("group_id").isNotNull()
+        & F.col("topic").isNotNull()
+        & F.col("partition").isNotNull()
+    )
+    sid = F.xxhash64(text)
+    expected = frame.select(
+        sid.alias("sid"),
+        F.when(is_lag, F.pmod(F.xxhash64("cluster", "group_id"), F.lit(16))).otherwise(F.pmod(sid, F.lit(16))),
+        F.xxhash64("cluster", "group_id", "topic", "partition"),
+        F.when(is_lag, F.lit(route.LAG)).otherwise(F.lit(route.METRIC)),
+    ).collect()
+
+    assert rows.column("sid").to_pylist() == [row[0] for row in expected]
+    assert buckets.tolist() == [row[1] for row in expected]
+    lag = [row[3] == route.LAG for row in expected]
+    pkeys = [(key, row[2]) for key, row, is_lag in zip(rows.column("pkey").to_pylist(), expected, lag, strict=True)]
+    assert all(key == spark for (key, spark), is_lag in zip(pkeys, lag, strict=True) if is_lag), "a lag pair's key"
+    assert rows.column("role").to_pylist() == [row[3] for row in expected]
+    assert rows.column("role").to_pylist() == [0, 0, 0, 1, 1, 1, 0], "only a group's partition is lag"
+    assert len(set(rows.column("sid").to_pylist())) == len(LABELS), "NULLs in different places differ"
+
+
+def test_series_key_carries_every_label_unchanged() -> None:
+    decoded = _decoded([_sample(labels) for labels in LABELS])
+    rows, _ = route.operator_rows(decoded, cluster=None, lag_routing=True)
+    labels = series_labels(np.array(rows.column("series_key").to_pylist(), dtype=object))
+    for index, given in enumerate(LABELS):
+        expected = {name: None for name in SERIES_COLUMNS} | {"cluster": "prod"} | given
+        assert {name: labels[name][index] for name in SERIES_COLUMNS} == expected
+
+
+def test_every_record_lands_once_in_its_bucket_with_the_newest_event_time() -> None:
+    """300 samples of 30 series and two dead letters: each routed row is one bucket's records,
+    in their order, and says the newest event time among its samples (NULL for dead letters only)."""
+    values = [_sample({**LABELS[0], "broker": str(i % 30)}, ts=TS + 1000 * i, value=float(i)) for i in range(300)]
+    values[17] = b"not json"
+    values.insert(40, None)
+    routed = route.route(_decoded(values), cluster="job", lag_routing=True)
+
+    buckets = routed.column("bucket").to_pylist()
+    assert len(buckets) == len(set(buckets)) > 1, "one row per bucket present"
+    seen: list[float] = []
+    dead: list[dict[str, Any]] = []
+    cells = routed.column("samples").to_pylist()
+    for bucket, event_time, cell in zip(buckets, routed.column("event_time").to_pylist(), cells, strict=True):
+        rows = unpack([cell])
+        assert rows.schema.equals(route.OPERATOR_SCHEMA)
+        live = [r for r in rows.to_pylist() if r["role"] != route.DEAD]
+        assert all(r["sid"] % 16 == bucket for r in live), "a sample sits in its series' bucket"
+        dead += [json.loads(r["dead_letter"]) for r in rows.to_pylist() if r["role"] == route.DEAD]
+        newest = max((r["ts"] for r in live), default=None)
+        assert event_time == (None if newest is None else dt.datetime.fromtimestamp(newest / 1000, dt.UTC))
+        values_in_bucket = [r["value"] for r in live]
+        assert values_in_bucket == sorted(values_in_bucket), "records keep their order within a bucket"
+        seen += values_in_bucket
+    assert sorted(seen) == [float(i) for i in range(300) if i != 17], "every valid sample exactly once"
+    assert sorted((d["source_offset"], d["error"]) for d in dead) == [
+        (117, "not a JSON object"),
+        (140, "empty record (null value)"),
+    ]
+    assert {d["cluster"] for d in dead} == {"job"}, "a record that cannot tell its cluster gets the job's"
+    assert {d["received_at"] for d in dead} == {int(KAFKA_TIME.timestamp() * 1000)}, "the Kafka timestamp"
+
+
+def test_a_dead_letter_that_names_its_cluster_keeps_it() -> None:
+    wrong_type = json.loads(_sample(LABELS[0], cluster="prod"))
+    wrong_type["value"] = "high"
+    rows, _ = route.operator_rows(_decoded([json.dumps(wrong_type).encode()]), cluster="job", lag_routing=False)
+    (letter,) = rows.column("dead_letter").to_pylist()
+    assert json.loads(letter)["cluster"] == "prod"
+    assert json.loads(letter)["error"].startswith("wrong field type: value")
+
+
+def test_without_lag_analytics_lag_samples_are_plain_metric_series() -> None:
+    decoded = _decoded([_sample(labels) for labels in LABELS])
+    rows, buckets = route.operator_rows(decoded, cluster=None, lag_routing=False)
+    assert set(rows.column("role").to_pylist()) == {route.METRIC}
+    assert buckets.tolist() == [sid % 16 for sid in rows.column("sid").to_pylist()]
