@@ -22,10 +22,11 @@ PACKED_DDL = "samples binary"
 PACKED_SCHEMA = pa.schema([pa.field("samples", pa.binary())])
 
 
-def pack_bytes(table: pa.Table | pa.RecordBatch) -> bytes:
-    """The rows as one Arrow IPC stream."""
+def pack_bytes(table: pa.Table | pa.RecordBatch, compression: str | None = None) -> bytes:
+    """The rows as one Arrow IPC stream, its buffers compressed with ``compression`` (e.g. lz4)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, table.schema) as writer:
+    options = pa.ipc.IpcWriteOptions(compression=compression)
+    with pa.ipc.new_stream(sink, table.schema, options=options) as writer:
         writer.write(table)
     return sink.getvalue().to_pybytes()
 
