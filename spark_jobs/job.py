@@ -1,7 +1,8 @@
 """`lagwatch stream`: the Spark job from the samples topic to the lake.
 
 One streaming query, ``rollups``, with its checkpoint under `[spark] checkpoint_dir`: the
-samples topic → parse (valid samples and dead letters in one frame) → the one stateful
+samples topic → decode (valid samples and dead letters side by side, packed thousands to a
+Spark row: ``packed.py``) → route to the state buckets (``route.py``) → the one stateful
 operator, which drops duplicate samples and passes dead letters straight through
 (:func:`spark_jobs.rollups.rollups`) → metrics_10s, metrics_1m, lag_1m, group_status and
 dead_letters, written by foreachBatch (append of newest versions; readers keep the newest).

@@ -1,8 +1,9 @@
-"""The columns that flow between the Spark job's stages.
+"""Spark schemas at the Spark job's edges.
 
-`parse.py` turns raw Kafka records into PARSED_SAMPLE_COLUMNS (one row per valid sample);
-`windows.py` and `lag.py` consume exactly these columns. Keeping the list here lets each stage
-be tested alone on a file-backed stream of parsed samples.
+Every Kafka source yields KAFKA_RECORD_SCHEMA rows. PARSED_SAMPLE_SCHEMA is contract 1 as
+Spark types plus `event_time`: the decoder's Arrow schema matches it (``decode.ARROW_SCHEMA``),
+``route.py`` accepts its rows as well as the decoder's, and the tests craft micro-batches of
+samples in it (``tests/spark_jobs/conftest.py``), so windows and lag are tested without Kafka.
 """
 
 from __future__ import annotations
@@ -51,8 +52,8 @@ PARSED_SAMPLE_SCHEMA = StructType(
     ]
 )
 
-#: The dead_letters columns `parse.parse_records` adds beside PARSED_SAMPLE_SCHEMA (NULL on valid
-#: samples, except `error`, which is NULL exactly there). `cluster` is the sample's own column.
+#: The dead_letters columns the decoder adds beside the sample's (NULL on valid samples, except
+#: `error`, which is NULL exactly there). `cluster` is the sample's own column.
 DEAD_LETTER_COLUMNS: tuple[str, ...] = (
     "received_at",
     "source_topic",

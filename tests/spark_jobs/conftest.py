@@ -1,6 +1,6 @@
 """Drive the Spark stages from files: parsed samples written as Parquet, one file per micro-batch.
 
-No Kafka is needed to test windows and lag: the stages consume PARSED_SAMPLE_SCHEMA rows, so a
+No Kafka is needed to test windows and lag: the stages accept PARSED_SAMPLE_SCHEMA rows (packed), so a
 file source with ``maxFilesPerTrigger=1`` replays exactly the micro-batches a test crafts, and
 ``trigger(availableNow=True)`` ends the query when the files are consumed.
 """
