@@ -194,12 +194,15 @@ def _stream(config_path: Path, log: Path, available_now: bool) -> subprocess.Pop
 
 
 def _progress(directory: Path) -> list[tuple[str, float, float, int, float | None]]:
+    """One row per (query, batch): the job compacts pipeline_progress during a long run, and its
+    replaced files stay for the grace period, so a glob over the files sees those batches twice."""
     import duckdb
 
     con = duckdb.connect()
     try:
         return con.execute(
-            "select query, epoch_ms(ts) / 1000.0, coalesce(batch_duration_ms, 0) / 1000.0, input_rows, freshness_s "
+            "select distinct on (query, batch_id) query, epoch_ms(ts) / 1000.0, "
+            "coalesce(batch_duration_ms, 0) / 1000.0, input_rows, freshness_s "
             f"from read_parquet('{directory / 'lake' / 'pipeline_progress'}/date=2*/*.parquet')"
         ).fetchall()
     finally:
