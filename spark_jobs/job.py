@@ -262,15 +262,15 @@ def query_builders(spark: Any, config: Config, paths: JobPaths, available_now: b
     """name -> a function that starts that query (again, after a transient failure)."""
     from spark_jobs.lake_sink import LakeWriter
     from spark_jobs.rollups import ROLLUP_TABLES, decode_table, rollups
-    from spark_jobs.source import packed_samples
+    from spark_jobs.source import routed_samples
 
-    records = packed_samples(spark, config)
+    records = routed_samples(spark, config)
     # Duplicate sample ids are dropped inside the stateful operator: a sample whose ts is not newer
     # than its series' newest is discarded there (the id is a hash of exactly series + ts), which
     # covers retried produces for as long as the series lives, not just within the watermark.
     # A separate dropDuplicatesWithinWatermark would need a second watermark definition on the
     # same stream, which Spark refuses ("Redefining watermark is disallowed").
-    rolled = rollups(records, config.spark.watermark_s, lag_config=config.lag, cluster=config.cluster.name)
+    rolled = rollups(records, config.spark.watermark_s, lag_config=config.lag)
     writer = LakeWriter(paths.lake, ROLLUPS_QUERY, {t: partial(decode_table, table=t) for t in ROLLUP_TABLES})
     return {ROLLUPS_QUERY: partial(_start, rolled, ROLLUPS_QUERY, writer, config, paths, available_now)}
 

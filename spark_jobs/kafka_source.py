@@ -19,7 +19,9 @@ With the option ``decodeSamplesMaxBytes`` the reader also decodes each batch as 
 (``decode.decode_batch``, the function ``parse.py`` runs after any other source) and yields
 them packed (``packed.py``): one row per read batch of up to ARROW_BATCH_ROWS records, holding
 their DECODED_SCHEMA rows. The records then cross into the JVM once, decoded, and as a few
-large values instead of one row each.
+large values instead of one row each. With ``routeSamplesCluster`` as well, the reader also
+routes them to the stateful operator's buckets (``route.py``) and yields ROUTED_DDL rows, which
+saves every batch a second Python worker per partition.
 """
 
 from __future__ import annotations
@@ -73,6 +75,10 @@ class SourceOptions:
     read_timeout_s: float = 120.0
     #: When set, yield decode.DECODED_SCHEMA rows packed (records over this many bytes are dead letters).
     decode_max_bytes: int | None = None
+    #: When set (with decoding), yield route.ROUTED_DDL rows instead: this names a dead letter's
+    #: cluster when the record cannot, and route_lag sends lag samples to their group's bucket.
+    route_cluster: str | None = None
+    route_lag: bool = False
 
     @property
     def servers(self) -> str:
@@ -99,6 +105,8 @@ class SourceOptions:
             retries=int(options.get("retries", 2)),
             read_timeout_s=float(options.get("readTimeoutS", 120)),
             decode_max_bytes=int(options["decodeSamplesMaxBytes"]) if options.get("decodeSamplesMaxBytes") else None,
+            route_cluster=options.get("routeSamplesCluster"),
+            route_lag=options.get("routeLagSamples", "false").lower() == "true",
         )
 
 
@@ -111,8 +119,12 @@ def source_options(
     retries: int = 2,
     read_timeout_s: float = 120.0,
     decode_max_bytes: int | None = None,
+    route: tuple[str, bool] | None = None,
 ) -> dict[str, str]:
-    """Build the option map for `spark.readStream.format(SOURCE_NAME)` from a librdkafka dict."""
+    """Build the option map for `spark.readStream.format(SOURCE_NAME)` from a librdkafka dict.
+
+    ``route`` = (the job's cluster, whether lag samples go to their group's bucket) makes a
+    decoding reader route its samples too (``route.py``)."""
     options = {f"{KAFKA_OPTION_PREFIX}{k}": str(v) for k, v in client.items()}
     options.update(topic=topic, startingOffsets=starting_offsets, timeoutS=str(timeout_s), retries=str(retries))
     options["readTimeoutS"] = str(read_timeout_s)
@@ -120,6 +132,8 @@ def source_options(
         options["maxRowsPerBatch"] = str(max_rows_per_batch)
     if decode_max_bytes:
         options["decodeSamplesMaxBytes"] = str(decode_max_bytes)
+    if route is not None:
+        options["routeSamplesCluster"], options["routeLagSamples"] = route[0], str(route[1]).lower()
     return options
 
 
@@ -390,13 +404,20 @@ def read_range(options: SourceOptions, part: KafkaRangePartition) -> Iterator[An
 
 
 def _handed_over(records: Any, options: SourceOptions) -> Any:
-    """The batch as Spark gets it: raw records, or its decoded samples packed in one row."""
+    """The batch as Spark gets it: raw records, its decoded samples packed in one row, or those
+    routed to the state buckets (one packed row per bucket)."""
     if options.decode_max_bytes is None:
         return records
+    import pyarrow as pa
+
+    from spark_jobs import route
     from spark_jobs.decode import decode_batch
     from spark_jobs.packed import pack
 
-    return pack(decode_batch(records, options.decode_max_bytes))
+    decoded = decode_batch(records, options.decode_max_bytes)
+    if options.route_cluster is None:
+        return pack(decoded)
+    return route.route(pa.Table.from_batches([decoded]), options.route_cluster, options.route_lag)
 
 
 class _ArrowBatch:
@@ -460,11 +481,13 @@ class KafkaDataSource(DataSource):
         return SOURCE_NAME
 
     def schema(self) -> StructType | str:
-        if SourceOptions.parse(self.options).decode_max_bytes is None:
+        options = SourceOptions.parse(self.options)
+        if options.decode_max_bytes is None:
             return KAFKA_RECORD_SCHEMA
         from spark_jobs.packed import PACKED_DDL
+        from spark_jobs.route import ROUTED_DDL
 
-        return PACKED_DDL
+        return PACKED_DDL if options.route_cluster is None else ROUTED_DDL
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return KafkaStreamReader(SourceOptions.parse(self.options))

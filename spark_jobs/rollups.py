@@ -17,7 +17,7 @@ the samples topic a second time. So every record is routed once through one exch
 The output has one row per bucket and table: the table's name and its rows as an Arrow IPC
 stream (:func:`encode_parts`). In foreachBatch, :func:`decode_table` opens one table's rows:
 
-    out = rollups(packed_samples, watermark_s=30, lag_config=config.lag)
+    out = rollups(routed_samples, watermark_s=30, lag_config=config.lag)
     def write(batch, batch_id):
         data = batch.toArrow()
         for name in ROLLUP_TABLES:
@@ -60,27 +60,18 @@ STATE_DDL = "blob binary"
 METRIC_INPUTS: tuple[str, ...] = ("sid", "ts", "value", "series_key")
 
 
-def rollups(
-    samples: DataFrame,
-    watermark_s: float,
-    lag_config: LagConfig | None,
-    cluster: str | None = None,
-) -> DataFrame:
+def rollups(routed: DataFrame, watermark_s: float, lag_config: LagConfig | None) -> DataFrame:
     """Streaming rows for metrics_10s and metrics_1m, with a lag_config lag_1m and group_status,
     and dead_letters for records that failed decoding.
 
-    ``samples`` is a packed frame (``packed.PACKED_DDL``) of decoded samples: what the Kafka
-    source yields, or ``parse.parse_records`` after Spark's native one. ``cluster`` names a
-    dead letter that cannot tell its own.
+    ``routed`` is a ``route.ROUTED_DDL`` frame, routed with lag routing exactly when lag_config
+    is set: what the Kafka source yields with routing on, or ``route.routed`` over packed samples.
     """
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     from spark_jobs.progress import observe_input_records
 
     size_ms = {table: windows.window_millis(size) for size, table in WINDOW_TABLES.items()}
-    routed = samples.mapInArrow(
-        partial(route.route_batches, cluster=cluster, lag_routing=lag_config is not None), route.ROUTED_DDL
-    )
     routed = observe_input_records(routed, "records")
     # event_time (each routed row's newest sample) carries the watermark: without it in the
     # operator's input, Spark tells the state function there is no watermark.

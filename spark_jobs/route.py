@@ -2,7 +2,8 @@
 
 ``rollups.py`` runs one stateful operator keyed by bucket (STATE_BUCKETS of them). This module
 decides each record's bucket and role and packs each bucket's rows as one Arrow cell
-(``packed.py`` says why), in ``mapInArrow`` before the exchange:
+(``packed.py`` says why), before the exchange: in the bundled Kafka source's reader, or in
+``mapInArrow`` (:func:`routed`) after Spark's native source:
 
 - a metric sample goes to its series' bucket (``pmod(sid, STATE_BUCKETS)``);
 - a lag sample (admin ``committed_offset`` / ``consumer_lag`` of a group's partition) goes to
@@ -23,6 +24,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -68,6 +70,11 @@ _SEPARATOR = "\u001f"
 _NULL = "\u0000"
 #: A label JSON must escape (RE2 syntax).
 _NEEDS_ESCAPE = r'["\\\x00-\x1f]'
+
+
+def routed(samples: Any, cluster: str | None, lag_routing: bool) -> Any:
+    """A packed frame of decoded samples (``packed.PACKED_DDL``) → its ROUTED_DDL frame."""
+    return samples.mapInArrow(partial(route_batches, cluster=cluster, lag_routing=lag_routing), ROUTED_DDL)
 
 
 def route_batches(

@@ -2,10 +2,10 @@
 
 `[spark] source = "python"` (default) uses the bundled confluent-kafka data source, which needs
 no jar; `"kafka"` uses Spark's native `format("kafka")` where the deployment ships
-spark-sql-kafka. Both end in the same packed frame of decoded samples (``packed.py``), decoded
-by the same function (decode.decode_batch): the Python source runs it in its reader, which saves
-handing every record to a second Python worker; after the native source it runs in
-``mapInArrow`` (``parse.py``).
+spark-sql-kafka. Both end in the same frame of decoded samples routed to the state buckets
+(``route.py``), by the same functions (decode.decode_batch, route.route): the Python source runs
+them in its reader, which saves handing the records to more Python workers; after the native
+source they run in ``mapInArrow`` (``parse.py``, then ``route.routed``).
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from pyspark.sql import functions as F
 
 from lagwatch.config import Config
 from lagwatch.kafka import transport_client_config
-from spark_jobs import kafka_source
+from spark_jobs import kafka_source, route
 from spark_jobs.parse import parse_records
 from spark_jobs.schema import KAFKA_RECORD_SCHEMA
 
 
 def python_source(spark: Any, config: Config) -> DataFrame:
-    """Packed decoded samples: the bundled source decodes in its reader (module docstring)."""
+    """Routed decoded samples: the bundled source decodes and routes in its reader (module docstring)."""
     kafka_source.register(spark)
     options = kafka_source.source_options(
         transport_client_config(config),
@@ -34,6 +34,7 @@ def python_source(spark: Any, config: Config) -> DataFrame:
         retries=config.spark.kafka_retries,
         read_timeout_s=config.spark.kafka_read_timeout_s,
         decode_max_bytes=config.spark.max_record_bytes,
+        route=(config.cluster.name, True),
     )
     return spark.readStream.format(kafka_source.SOURCE_NAME).options(**options).load()
 
@@ -54,8 +55,10 @@ def native_source(spark: Any, config: Config) -> DataFrame:
     return frame.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in KAFKA_RECORD_SCHEMA.fields])
 
 
-def packed_samples(spark: Any, config: Config) -> DataFrame:
-    """The configured source's records, decoded and packed (``packed.PACKED_DDL``)."""
+def routed_samples(spark: Any, config: Config) -> DataFrame:
+    """The configured source's records, decoded and routed (``route.ROUTED_DDL``), lag routing on:
+    the job always runs lag analytics."""
     if config.spark.source == "kafka":
-        return parse_records(native_source(spark, config), config.spark.max_record_bytes)
+        packed = parse_records(native_source(spark, config), config.spark.max_record_bytes)
+        return route.routed(packed, config.cluster.name, lag_routing=True)
     return python_source(spark, config)

@@ -97,9 +97,13 @@ def run_rollups(
     """The job's rollups operator (30 s watermark) over `batches`, one micro-batch each."""
     from spark_jobs.packed import PACKED_DDL, pack_batches
     from spark_jobs.rollups import rollups
+    from spark_jobs.route import routed
+
+    def build(stream: Any) -> Any:
+        packed = stream.mapInArrow(pack_batches, PACKED_DDL)
+        return rollups(routed(packed, None, lag_routing=lag_config is not None), 30, lag_config=lag_config)
 
     source = write_batches(root / "samples", batches)
-    build = lambda stream: rollups(stream.mapInArrow(pack_batches, PACKED_DDL), 30, lag_config=lag_config)  # noqa: E731
     return run_stream(spark, source, build, root / "checkpoint", tables)
 
 

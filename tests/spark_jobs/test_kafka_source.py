@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -128,3 +129,38 @@ def test_with_decoding_on_the_reader_yields_packed_decoded_samples_and_dead_lett
     expected = [s for i, s in enumerate(samples) if i != 7]
     assert sorted((r.id, r.value, r.broker) for r in good) == sorted((s.id, s.value, s.broker) for s in expected)
     assert all(r.source_offset is None and r.raw is None for r in good)
+
+
+def test_with_routing_on_the_reader_yields_each_bucket_once_with_its_records(
+    spark: Any, broker: Any, kafka: Any, unique: Any, tmp_path: Path
+) -> None:
+    """The job's source: decoded and routed in the reader, one packed row per state bucket."""
+    from spark_jobs import route
+    from tests.spark_jobs.samples_io import gauge_samples, produce_values
+
+    topic = unique("routed")
+    kafka.create_topic(topic, 1)
+    samples = gauge_samples(40, start_ms=1_767_225_600_000, series=8)
+    values = [(s.key(), s.to_json()) for s in samples] + [(b"k", b"not json at all")]
+    produce_values(broker.bootstrap_servers, topic, values)
+    client = {"bootstrap.servers": broker.bootstrap_servers}
+    options = kafka_source.source_options(client, topic, decode_max_bytes=4096, route=("job", True))
+    rows: list[Any] = []
+
+    kafka_source.register(spark)
+    frame = spark.readStream.format(kafka_source.SOURCE_NAME).options(**options).load()
+    query = (
+        frame.writeStream.foreachBatch(lambda batch, _id: rows.extend(batch.collect()))
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+
+    assert frame.columns == ["bucket", "event_time", "records", "samples"]
+    assert len({row.bucket for row in rows}) == len(rows) > 1, "one row per bucket present"
+    assert sum(row.records for row in rows) == 41
+    records = unpack(row.samples for row in rows).to_pylist()
+    assert sorted(r["value"] for r in records if r["role"] != route.DEAD) == sorted(s.value for s in samples)
+    (dead,) = [json.loads(r["dead_letter"]) for r in records if r["role"] == route.DEAD]
+    assert (dead["error"], dead["source_offset"], dead["cluster"]) == ("not a JSON object", 40, "job")

@@ -107,9 +107,10 @@ def test_the_job_plan_parses_each_record_once(spark: Any) -> None:
     """
     from lagwatch.config import LagConfig
     from spark_jobs.rollups import rollups
+    from spark_jobs.route import routed
 
     records = parse_records(_records(spark, [json.dumps(_valid()).encode()]), MAX_BYTES)
-    plan = rollups(records, 30, LagConfig())._jdf.queryExecution().optimizedPlan().toString()
+    plan = rollups(routed(records, "prod", True), 30, LagConfig())._jdf.queryExecution().optimizedPlan().toString()
     assert plan.count("MapInArrow") == 2, plan  # decode, then route to the state buckets
     assert plan.count("MapInArrow partial(value#") == 1, plan  # only the decoder reads the records
     assert "from_json(" not in plan, plan
