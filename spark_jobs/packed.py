@@ -7,8 +7,9 @@ budget of 150,000 samples/s on two cores. Packed, a Spark row holds thousands of
 Arrow IPC stream, and Spark keeps doing what only it does here: offsets and state in the
 checkpoint, the watermark, the exchange to the state's partition, the triggers.
 
-A packed frame has the single column :data:`PACKED_DDL`; the Kafka source's reader yields it
-(``kafka_source.py``), and so does decoding after Spark's native source (``parse.py``).
+A packed frame has the single column :data:`PACKED_DDL`: decoding after Spark's native source
+yields it (``parse.py``), and so does the bundled Kafka source's reader when it decodes without
+routing. Routed frames (``route.py``) carry packed cells too, one per state bucket.
 """
 
 from __future__ import annotations
