@@ -1,6 +1,6 @@
 """Spark job benchmarks (DESIGN §7): sustained samples/s, p95 freshness at a 2 s trigger, peak RSS.
 
-1. Throughput: N samples (LAGWATCH_BENCH_SPARK_SAMPLES, default 4,000,000) are preloaded into a
+1. Throughput: N samples (LAGWATCH_BENCH_SPARK_SAMPLES, default 8,000,000) are preloaded into a
    tansu topic with producer batching (fast), then one single-record batch per partition so
    every partition's reported end offset is exact again (tansu quirk, DESIGN §6). The real
    `lagwatch stream --available-now` runs as a subprocess in batches of BATCH_ROWS (the job's
@@ -31,7 +31,7 @@ from bench.common import Result
 from lagwatch.config import SparkConfig
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = int(os.environ.get("LAGWATCH_BENCH_SPARK_SAMPLES", "4000000"))
+SAMPLES = int(os.environ.get("LAGWATCH_BENCH_SPARK_SAMPLES", "8000000"))
 PARTITIONS = 6
 SERIES = 5_000
 SCRAPE_INTERVAL_MS = 15_000
@@ -92,7 +92,7 @@ def preload(servers: str, topic: str, count: int) -> float:
 
 
 def _write_config(
-    directory: Path, servers: str, topic: str, trigger_s: float, max_rows_per_batch: int = 500_000
+    directory: Path, servers: str, topic: str, trigger_s: float, max_rows_per_batch: int = BATCH_ROWS
 ) -> Path:
     path = directory / "config.toml"
     path.write_text(

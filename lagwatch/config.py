@@ -178,7 +178,10 @@ class SparkConfig(_Model):
     #: python: the bundled confluent-kafka data source; kafka: Spark's native source (needs the jar).
     source: Literal["python", "kafka"] = "python"
     starting_offsets: Literal["earliest", "latest"] = "earliest"
-    max_rows_per_batch: int = Field(500_000, ge=1)
+    #: Records per micro-batch at most, when a backlog waits (live batches are far smaller). A batch
+    #: has ≈ 1.3 s of fixed cost on 2 cores (a live batch of 2,000 samples takes that long), so a
+    #: backlog went 84,000 → 92,000 samples/s from 500,000 to 1,000,000, at no more peak memory.
+    max_rows_per_batch: int = Field(1_000_000, ge=1)
     watermark_s: float = Field(30, ge=0)
     #: Largest sample record accepted (bytes); larger goes to dead_letters.
     max_record_bytes: int = Field(65_536, ge=256)
