@@ -90,6 +90,21 @@ def test_unreachable_broker_fails_naming_the_servers(spark: Any, tmp_path: Path)
     assert "did not answer" in message
 
 
+def _rows_read_now(spark: Any, options: dict[str, str], checkpoint: Path) -> tuple[list[str], list[Any]]:
+    """Run the source with trigger(availableNow): its columns and every row it yielded."""
+    rows: list[Any] = []
+    kafka_source.register(spark)
+    frame = spark.readStream.format(kafka_source.SOURCE_NAME).options(**options).load()
+    query = (
+        frame.writeStream.foreachBatch(lambda batch, _id: rows.extend(batch.collect()))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    return frame.columns, rows
+
+
 def test_with_decoding_on_the_reader_yields_packed_decoded_samples_and_dead_letters(
     spark: Any, broker: Any, kafka: Any, unique: Any, tmp_path: Path
 ) -> None:
@@ -102,19 +117,9 @@ def test_with_decoding_on_the_reader_yields_packed_decoded_samples_and_dead_lett
     values[7] = (b"k", b"not json at all")
     produce_values(broker.bootstrap_servers, topic, values)
     options = kafka_source.source_options({"bootstrap.servers": broker.bootstrap_servers}, topic, decode_max_bytes=4096)
-    rows: list[Any] = []
+    columns, rows = _rows_read_now(spark, options, tmp_path / "checkpoint")
 
-    kafka_source.register(spark)
-    frame = spark.readStream.format(kafka_source.SOURCE_NAME).options(**options).load()
-    query = (
-        frame.writeStream.foreachBatch(lambda batch, _id: rows.extend(batch.collect()))
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-
-    assert frame.columns == ["samples"]
+    assert columns == ["samples"]
     assert len(rows) == 1, "30 records read in one batch travel as one packed row"
     rows = [SimpleNamespace(**record) for record in unpack(row.samples for row in rows).to_pylist()]
     assert len(rows) == 30
@@ -145,19 +150,9 @@ def test_with_routing_on_the_reader_yields_each_bucket_once_with_its_records(
     produce_values(broker.bootstrap_servers, topic, values)
     client = {"bootstrap.servers": broker.bootstrap_servers}
     options = kafka_source.source_options(client, topic, decode_max_bytes=4096, route=("job", True))
-    rows: list[Any] = []
+    columns, rows = _rows_read_now(spark, options, tmp_path / "checkpoint")
 
-    kafka_source.register(spark)
-    frame = spark.readStream.format(kafka_source.SOURCE_NAME).options(**options).load()
-    query = (
-        frame.writeStream.foreachBatch(lambda batch, _id: rows.extend(batch.collect()))
-        .option("checkpointLocation", str(tmp_path / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-
-    assert frame.columns == ["bucket", "event_time", "records", "samples"]
+    assert columns == ["bucket", "event_time", "records", "samples"]
     assert len({row.bucket for row in rows}) == len(rows) > 1, "one row per bucket present"
     assert sum(row.records for row in rows) == 41
     records = unpack(row.samples for row in rows).to_pylist()
