@@ -4,8 +4,9 @@ The records are decoded in Python, a whole Arrow batch at a time (``mapInArrow``
 :func:`decode.decode_batch`): pyarrow's JSON reader and column-wise checks made this stage
 1.23 s per 250,000 records on 2 cores, where ``from_json`` and the same checks as Spark
 expressions took 1.57 s. ``decode.py`` says how a batch is read and which check names a
-record's error. The bundled Python Kafka source runs the same decoder in its reader and yields
-the same packed rows, so everything downstream (``rollups.rollups``) is one code path.
+record's error. The bundled Python Kafka source runs the same decoder, and the router, in its
+reader; after this module ``route.routed`` routes the packed rows, so both sources hand
+``rollups.rollups`` the same routed frame.
 
 A packed batch holds valid samples (`error` NULL) and dead letters side by side, so the topic
 is read and decoded once and both go through one query (``route.py`` sends the dead letters
