@@ -208,6 +208,8 @@ def _json_arrays(series: pa.Table) -> pa.Array:
     items, escape = [], pa.array(np.zeros(series.num_rows, bool))
     for name in SERIES_COLUMNS:
         column = _array(series.column(name))
+        if pa.types.is_large_string(column.type):
+            column = column.cast(pa.string())
         if pa.types.is_string(column.type):
             escape = pc.or_(escape, pc.fill_null(pc.match_substring_regex(column, _NEEDS_ESCAPE), False))
             column = pc.binary_join_element_wise('"', column, '"', "")

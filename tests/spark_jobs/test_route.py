@@ -105,6 +105,19 @@ def test_series_key_carries_every_label_unchanged() -> None:
         assert {name: labels[name][index] for name in SERIES_COLUMNS} == expected
 
 
+def test_large_string_labels_route_exactly_like_strings() -> None:
+    """Spark hands Python large_string columns when spark.sql.execution.arrow.useLargeVarTypes is on."""
+    decoded = _decoded([_sample(labels) for labels in LABELS])
+    large = decoded.cast(
+        pa.schema([f.with_type(pa.large_string()) if f.type == pa.string() else f for f in decoded.schema])
+    )
+    assert large.schema != decoded.schema
+    plain_rows, plain_buckets = route.operator_rows(decoded, cluster=None, lag_routing=True)
+    large_rows, large_buckets = route.operator_rows(large, cluster=None, lag_routing=True)
+    assert large_rows.equals(plain_rows)
+    assert large_buckets.tolist() == plain_buckets.tolist()
+
+
 def test_every_record_lands_once_in_its_bucket_with_the_newest_event_time() -> None:
     """300 samples of 30 series and two dead letters: each routed row is one bucket's records,
     in their order, and says the newest event time among its samples (NULL for dead letters only)."""
