@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -219,6 +220,17 @@ def test_make_run_stack_judges_groups_alerts_and_shows_it(
     assert leftovers == [], f"processes left behind: {leftovers}"
 
 
+def _wait_or_keep_page(locator: Any, page: Any, keep: Path) -> None:
+    """Wait for ``locator``; if it never shows, keep a screenshot and the page's text (what it
+    showed instead, an exception or a spinner) beside the other artifacts, then fail."""
+    try:
+        locator.wait_for(timeout=60_000)
+    except Exception:
+        page.screenshot(path=str(keep.with_suffix(".png")), full_page=True)
+        keep.with_suffix(".txt").write_text(page.inner_text("body"))
+        raise
+
+
 def _check_dashboard(port: int, tmp_path: Path, artifacts_dir: Path) -> None:
     """The groups page shows each group's status and reason as the lake has them."""
     from playwright.sync_api import sync_playwright
@@ -231,7 +243,7 @@ def _check_dashboard(port: int, tmp_path: Path, artifacts_dir: Path) -> None:
             for group in (SLOW, STOPPED):
                 page.goto(f"http://127.0.0.1:{port}/groups?group={group}&range=1h")
                 tile = page.get_by_test_id("stMetric").filter(has_text="Status").first
-                tile.wait_for(timeout=60_000)
+                _wait_or_keep_page(tile, page, artifacts_dir / f"e2e-groups-{group}-failed")
                 shown = tile.get_by_test_id("stMetricValue").inner_text().strip()
                 assert shown == status[group][0], (group, shown, status[group])
                 page.get_by_text("Reason: ").first.wait_for(timeout=60_000)
