@@ -243,7 +243,7 @@ def _rate(batches: list[tuple[str, float, float, int, float | None]]) -> tuple[i
 def throughput(servers: str, directory: Path, broker_pid: int) -> tuple[Throughput, JobWatch]:
     topic = "bench-throughput"
     preload_s = preload(servers, topic, SAMPLES)
-    config_path = _write_config(directory, servers, topic, trigger_s=2, max_rows_per_batch=BATCH_ROWS)
+    config_path = _write_config(directory, servers, topic, trigger_s=2)
     watch = JobWatch()
     broker_cpu, started = _cpu_seconds(broker_pid), time.monotonic()
     job = _stream(config_path, directory / "throughput.log", available_now=True)

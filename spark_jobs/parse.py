@@ -23,7 +23,7 @@ import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from spark_jobs.decode import KAFKA_INPUT_SCHEMA, decode_batch
-from spark_jobs.packed import PACKED_DDL, pack
+from spark_jobs.packed import PACKED_DDL, pack_batches
 
 
 def parse_records(records: DataFrame, max_record_bytes: int) -> DataFrame:
@@ -35,6 +35,4 @@ def parse_records(records: DataFrame, max_record_bytes: int) -> DataFrame:
 
 def decode_and_pack(batches: Iterable[pa.RecordBatch], max_record_bytes: int) -> Iterator[pa.RecordBatch]:
     """``mapInArrow`` function: each non-empty batch of records → one packed row of decoded samples."""
-    for records in batches:
-        if records.num_rows:
-            yield pack(decode_batch(records, max_record_bytes))
+    return pack_batches(decode_batch(records, max_record_bytes) for records in batches if records.num_rows)

@@ -242,11 +242,12 @@ def _check_dashboard(port: int, tmp_path: Path, artifacts_dir: Path) -> None:
             page = browser.new_page(viewport={"width": 1400, "height": 1000})
             for group in (SLOW, STOPPED):
                 page.goto(f"http://127.0.0.1:{port}/groups?group={group}&range=1h")
+                failed = artifacts_dir / f"e2e-groups-{group}-failed"
                 tile = page.get_by_test_id("stMetric").filter(has_text="Status").first
-                _wait_or_keep_page(tile, page, artifacts_dir / f"e2e-groups-{group}-failed")
+                _wait_or_keep_page(tile, page, failed)
                 shown = tile.get_by_test_id("stMetricValue").inner_text().strip()
                 assert shown == status[group][0], (group, shown, status[group])
-                page.get_by_text("Reason: ").first.wait_for(timeout=60_000)
+                _wait_or_keep_page(page.get_by_text("Reason: ").first, page, failed)
                 assert page.get_by_test_id("stException").count() == 0
                 page.screenshot(path=str(artifacts_dir / f"e2e-groups-{group}.png"), full_page=True)
         finally:
