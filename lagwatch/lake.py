@@ -230,8 +230,27 @@ def _atomic_write(path: Path, data: pa.Table) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     # Small row groups: a compacted day file then carries min/max stats per ~20-30 minutes of
     # windows, so a "last hour" query reads a few row groups instead of a million-row one.
-    pq.write_table(data, tmp, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+    pq.write_table(
+        data,
+        tmp,
+        compression="zstd",
+        row_group_size=ROW_GROUP_ROWS,
+        use_dictionary=_dictionary_columns(data.schema),
+    )
     os.replace(tmp, path)
+
+
+def _dictionary_columns(schema: pa.Schema) -> list[str]:
+    """The columns worth dictionary encoding: all but the floating-point ones.
+
+    Why: measured values (min, max, avg, rates) rarely repeat, so the writer builds each
+    double column's dictionary only to overflow it and fall back to plain pages. For a batch of
+    a million metrics_10s rows that took the write from 0.33 s to 0.8 s of the driver's time and
+    made the file 2.5× larger (7 MB vs 18 MB, zstd).
+    """
+    import pyarrow as pa
+
+    return [field.name for field in schema if not pa.types.is_floating(field.type)]
 
 
 def write_rows(

@@ -11,8 +11,10 @@ same files with the very same rows; nothing is appended twice. Each row carries
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +56,12 @@ class LakeWriter:
         """
         started = time.monotonic()
         data = batch.toArrow()
-        written = {table: self._write(table, select(data), batch_id) for table, select in self.tables.items()}
+        parts = {table: select(data) for table, select in self.tables.items()}
+        # The tables are written side by side: Parquet encoding releases the GIL, and the
+        # executors sit idle until this function returns.
+        with ThreadPoolExecutor(max_workers=min(len(parts), os.cpu_count() or 1) or 1) as pool:
+            counts = pool.map(lambda item: self._write(item[0], item[1], batch_id), parts.items())
+            written = dict(zip(parts, counts, strict=True))
         log.debug(
             "%s batch %d: wrote %s in %.2f s",
             self.query,

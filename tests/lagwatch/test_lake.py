@@ -67,3 +67,17 @@ def test_open_reader_never_blocks_the_writer_and_sees_new_files(tmp_path: Path) 
     fresh = duckdb.connect(str(views), read_only=True)
     assert fresh.execute("select count(*) from metrics_10s").fetchone()[0] == 40
     fresh.close()
+
+
+def test_measured_values_skip_dictionary_encoding_and_labels_keep_it(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    (path,) = write_batch(tmp_path / "lake", "metrics_10s", _window_rows(3, windows=50), 3, "w")
+    columns = pq.ParquetFile(path).metadata.row_group(0)
+    encodings = {columns.column(i).path_in_schema: columns.column(i).encodings for i in range(columns.num_columns)}
+
+    assert not any("DICTIONARY" in e for e in encodings["last"] + encodings["min"]), encodings
+    assert any("DICTIONARY" in e for e in encodings["metric"]), encodings
+    assert any("DICTIONARY" in e for e in encodings["window_start"]), encodings
+    rows = duckdb.sql(f"select count(*), sum(last) from read_parquet('{path.as_posix()}')").fetchall()
+    assert rows == [(50, 150.0)]
