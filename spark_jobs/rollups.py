@@ -166,9 +166,11 @@ def to_arrow(table: str, columns: windows.Columns) -> pa.Table:
     return pa.Table.from_arrays([_arrow_column(columns.get(f.name), f.type, size) for f in schema], schema=schema)
 
 
-def _arrow_column(values: np.ndarray | None, kind: pa.DataType, size: int) -> pa.Array:
+def _arrow_column(values: np.ndarray | pa.Array | None, kind: pa.DataType, size: int) -> pa.Array:
     if values is None:
         return pa.nulls(size, kind)
+    if isinstance(values, pa.Array):
+        return values if values.type == kind else values.cast(kind)
     if pa.types.is_timestamp(kind):
         millis = pa.array(values, from_pandas=True).cast(pa.int64())
         return millis.cast(pa.timestamp("ms", tz="UTC")).cast(kind)

@@ -38,6 +38,7 @@ Rules (also in docs/rollups.md for operators):
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import logging
@@ -46,6 +47,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +55,12 @@ log = logging.getLogger(__name__)
 SERIES_TTL_MS = 3_600_000
 LABEL_COLUMNS: tuple[str, ...] = ("broker", "topic", "partition", "group_id", "client_id")
 SERIES_COLUMNS: tuple[str, ...] = ("cluster", "source", "metric", "kind", *LABEL_COLUMNS)
-#: Output rows as column arrays (times in epoch ms), assembled by rollups.py.
-Columns = dict[str, np.ndarray]
+#: Output rows as column arrays (times in epoch ms; labels may be Arrow), assembled by rollups.py.
+Columns = dict[str, Any]
+#: The label columns of metrics_* rows, as the lake types them.
+LABEL_TYPES: dict[str, pa.DataType] = {
+    name: pa.int32() if name == "partition" else pa.string() for name in SERIES_COLUMNS
+}
 
 _SERIES_FIELDS = ("sid", "last_ts", "last_value")
 _WINDOW_FIELDS = (
@@ -84,18 +90,49 @@ def window_millis(size: str) -> int:
     return amount * (60_000 if match.group(2).startswith("minute") else 1_000)
 
 
-def series_labels(keys: np.ndarray, names: tuple[str, ...] = SERIES_COLUMNS) -> Columns:
-    """`series_key` strings → one object array per label in ``names`` (None for NULL, partition an int)."""
-    codes, distinct = pd.factorize(keys)
-    decoded = [json.loads(key) for key in distinct]
-    columns = {}
-    for name in names:
-        index = SERIES_COLUMNS.index(name)
-        values = [labels[index] for labels in decoded]
-        if name == "partition":
-            values = [None if value is None else int(value) for value in values]
-        columns[name] = np.array(values, dtype=object)[codes]
-    return columns
+def series_labels(keys: np.ndarray, names: tuple[str, ...] = SERIES_COLUMNS, ids: np.ndarray | None = None) -> Columns:
+    """`series_key` strings → one object array per label in ``names`` (None for NULL, partition an int).
+
+    ``ids``, the rows' series ids when the caller has them, makes the grouping cheaper:
+    integers hash faster than the keys' text.
+    """
+    codes, decoded = _distinct_labels(keys, ids)
+    return {name: np.array(_label_values(decoded, name), dtype=object)[codes] for name in names}
+
+
+def label_arrays(keys: np.ndarray, ids: np.ndarray, types: dict[str, pa.DataType]) -> dict[str, pa.Array]:
+    """Like :func:`series_labels`, but Arrow arrays of the given types, for output rows.
+
+    Why: building an Arrow column from an object array costs per row; here each distinct
+    series' label is converted once and the rows gather it (a take), which made the label
+    columns of a 500,000-sample batch ≈ 4× cheaper.
+    """
+    codes, decoded = _distinct_labels(keys, ids)
+    indices = pa.array(codes, pa.int32())
+    return {name: pa.array(_label_values(decoded, name), kind).take(indices) for name, kind in types.items()}
+
+
+def _distinct_labels(keys: np.ndarray, ids: np.ndarray | None) -> tuple[np.ndarray, list[tuple[Any, ...]]]:
+    """(each row's index into the distinct series, the distinct series' parsed labels)."""
+    codes, distinct = pd.factorize(keys if ids is None else ids)
+    if ids is None:
+        return codes, [_parsed_key(key) for key in distinct]
+    a_row = np.empty(len(distinct), np.int64)
+    a_row[codes] = np.arange(len(codes))  # any row of a series will do: its id and key are one-to-one
+    return codes, [_parsed_key(key) for key in keys[a_row]]
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parsed_key(key: str) -> tuple[Any, ...]:
+    """One series key's labels. Cached: a series' key comes back in every batch and window size."""
+    return tuple(json.loads(key))
+
+
+def _label_values(decoded: list[tuple[Any, ...]], name: str) -> list[Any]:
+    index = SERIES_COLUMNS.index(name)
+    if name == "partition":
+        return [None if labels[index] is None else int(labels[index]) for labels in decoded]
+    return [labels[index] for labels in decoded]
 
 
 def empty_series() -> dict[str, np.ndarray]:
@@ -144,7 +181,7 @@ def update_windows(
     value = samples["value"].to_numpy(np.float64)
     prev_ts, prev_value = _previous_samples(sid, ts, value, series)
     has_prev = prev_ts >= 0
-    kinds = series_labels(samples["series_key"].to_numpy(), ("kind",))["kind"]
+    kinds = series_labels(samples["series_key"].to_numpy(), ("kind",), ids=sid)["kind"]
     is_counter = (kinds == "counter") & has_prev
     delta = value - prev_value
     increase = np.where(is_counter, np.where(delta >= 0, delta, value), 0.0)
@@ -258,7 +295,7 @@ def _output_rows(
     has_span = (out["span_start"] != np.iinfo(np.int64).max) & (span_s > 0)
     rate = np.where(has_span, out["increase"] / np.where(has_span, span_s, 1.0), np.nan)
     return {
-        **series_labels(label_rows["series_key"].to_numpy()),
+        **label_arrays(label_rows["series_key"].to_numpy(), out["sid"], LABEL_TYPES),
         "window_start": out["wstart"],
         "window_end": out["wstart"] + size_ms,
         "samples": out["samples"],

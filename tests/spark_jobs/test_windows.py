@@ -160,3 +160,30 @@ def test_a_backlog_batch_keeps_only_windows_the_next_watermark_leaves_open():
     rows, _, open_windows = update_windows(samples, empty_series(), empty_windows(), 10_000, 0, 30_000)
     assert rows["window_start"].tolist() == [0, 10_000, 20_000, 60_000], "every window is emitted once"
     assert open_windows["wstart"].tolist() == [60_000], "only the window ending after 65 s − 30 s stays"
+
+
+def test_output_label_columns_match_the_parsed_series_keys() -> None:
+    """label_arrays (Arrow, gathered per distinct series) reads the same labels as series_labels."""
+    import json
+
+    import numpy as np
+
+    from spark_jobs.windows import LABEL_TYPES, SERIES_COLUMNS, label_arrays, series_labels
+
+    series = [
+        ["c", "admin", "consumer_lag", "gauge", None, "orders", 3, "g1", None],
+        ["c", "jmx", "bytes_in_total", "counter", "1", None, None, None, None],
+        ["c", "admin", "log_end_offset", "counter", None, "zé\u001f", -1, None, "client"],
+    ]
+    rows = [2, 0, 2, 1, 0, 2]
+    keys = np.array([json.dumps(series[row]) for row in rows], dtype=object)
+    ids = np.array([100 + row for row in rows], np.int64)
+
+    arrays = label_arrays(keys, ids, LABEL_TYPES)
+    expected = series_labels(keys)
+
+    assert {name: arrays[name].to_pylist() for name in SERIES_COLUMNS} == {
+        name: expected[name].tolist() for name in SERIES_COLUMNS
+    }
+    assert arrays["partition"].to_pylist() == [-1, 3, -1, None, 3, -1]
+    assert arrays["broker"].to_pylist() == [None, None, None, "1", None, None]
