@@ -278,11 +278,13 @@ def write_rows(
         return []
     # The UTC day by a date cast (the schema's zone is UTC): strftime per row cost 3× the Parquet write.
     days = data[spec.time_column].cast(pa.date32())
+    distinct = sorted(d for d in pc.unique(days).to_pylist() if d is not None)
     written = []
-    for day in sorted(d for d in pc.unique(days).to_pylist() if d is not None):
+    for day in distinct:
         part = table_dir(lake, name) / f"date={day.isoformat()}" / f"{file_stem}.parquet"
         part.parent.mkdir(parents=True, exist_ok=True)
-        _atomic_write(part, data.filter(pc.equal(days, pa.scalar(day, pa.date32()))))
+        whole_batch = len(distinct) == 1 and days.null_count == 0  # the usual case: no copy to filter
+        _atomic_write(part, data if whole_batch else data.filter(pc.equal(days, pa.scalar(day, pa.date32()))))
         written.append(part)
     return written
 

@@ -26,6 +26,7 @@ saves every batch a second Python worker per partition.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import logging
@@ -371,7 +372,7 @@ def read_range(options: SourceOptions, part: KafkaRangePartition) -> Iterator[An
     at or past `end`, or at the partition end once it is at or past `end`. If nothing arrives for
     `read_timeout_s`, the read fails naming the servers and the range instead of hanging.
     """
-    from confluent_kafka import KafkaError, TopicPartition
+    from confluent_kafka import TopicPartition
 
     consumer = _consumer(options.client)
     batch = _ArrowBatch(part.topic, part.partition)
@@ -387,20 +388,12 @@ def read_range(options: SourceOptions, part: KafkaRangePartition) -> Iterator[An
                     f"no records from Kafka at {options.servers!r} for {options.read_timeout_s:g} s while reading "
                     f"{part.topic}-{part.partition} [{position}, {part.end})"
                 )
-            for message in messages:
-                error = message.error()
-                if error is not None:
-                    if error.code() == KafkaError._PARTITION_EOF:
-                        if message.offset() >= part.end:
-                            position = part.end
-                        continue
-                    raise KafkaSourceError(f"reading {part.topic}-{part.partition} from {options.servers!r}: {error}")
-                offset = message.offset()
-                if offset >= part.end:
-                    position = part.end
-                    break
-                batch.add(message, offset)
-                position = offset + 1
+            records, offsets, reached_end = _in_range(messages, part, options.servers)
+            batch.extend(records, offsets)
+            if offsets:
+                position = offsets[-1] + 1
+            if reached_end:
+                position = part.end
             if messages:
                 last_progress = time.monotonic()
             if batch.rows >= ARROW_BATCH_ROWS:
@@ -409,6 +402,33 @@ def read_range(options: SourceOptions, part: KafkaRangePartition) -> Iterator[An
             yield _handed_over(batch.flush(), options)
     finally:
         consumer.close()
+
+
+def _in_range(messages: list[Any], part: KafkaRangePartition, servers: str) -> tuple[list[Any], list[int], bool]:
+    """(the records of ``messages`` inside the range, their offsets, whether the range's end was reached).
+
+    Whole lists at a time, not a branch per record: this loop runs for every record read.
+    A partition-EOF event at or past the end ends the range too; any other error fails the read.
+    """
+    from confluent_kafka import KafkaError
+
+    reached_end = False
+    if any(message.error() is not None for message in messages):
+        records = []
+        for message in messages:
+            error = message.error()
+            if error is None:
+                records.append(message)
+            elif error.code() == KafkaError._PARTITION_EOF:
+                reached_end = reached_end or message.offset() >= part.end
+            else:
+                raise KafkaSourceError(f"reading {part.topic}-{part.partition} from {servers!r}: {error}")
+        messages = records
+    offsets = [message.offset() for message in messages]
+    if offsets and offsets[-1] >= part.end:  # a partition's offsets only grow
+        keep = bisect.bisect_left(offsets, part.end)
+        return messages[:keep], offsets[:keep], True
+    return messages, offsets, reached_end
 
 
 def _handed_over(records: Any, options: SourceOptions) -> Any:
@@ -440,23 +460,26 @@ class _ArrowBatch:
         self.keys: list[bytes | None] = []
         self.values: list[bytes | None] = []
         self.offsets: list[int] = []
-        self.timestamps: list[int | None] = []
+        self.timestamps: list[tuple[int, int]] = []
 
     @property
     def rows(self) -> int:
         return len(self.offsets)
 
-    def add(self, message: Any, offset: int) -> None:
-        self.keys.append(message.key())
-        self.values.append(message.value())
-        self.offsets.append(offset)
-        kind, millis = message.timestamp()
-        self.timestamps.append(millis * 1000 if kind != 0 and millis >= 0 else None)
+    def extend(self, messages: list[Any], offsets: list[int]) -> None:
+        self.keys += [message.key() for message in messages]
+        self.values += [message.value() for message in messages]
+        self.offsets += offsets
+        self.timestamps += [message.timestamp() for message in messages]
 
     def flush(self) -> Any:
+        import numpy as np
         import pyarrow as pa
 
         rows = self.rows
+        kind_and_millis = np.array(self.timestamps, np.int64).reshape(rows, 2)
+        # librdkafka's timestamp type 0 is "not available"; a negative time is none either
+        no_time = (kind_and_millis[:, 0] == 0) | (kind_and_millis[:, 1] < 0)
         data = pa.RecordBatch.from_arrays(
             [
                 pa.array(self.keys, pa.binary()),
@@ -464,7 +487,7 @@ class _ArrowBatch:
                 pa.array([self.topic] * rows, pa.string()),
                 pa.array([self.partition] * rows, pa.int32()),
                 pa.array(self.offsets, pa.int64()),
-                pa.array(self.timestamps, pa.timestamp("us", tz="UTC")),
+                pa.array(kind_and_millis[:, 1] * 1000, pa.int64(), mask=no_time).cast(pa.timestamp("us", tz="UTC")),
             ],
             schema=arrow_schema(),
         )

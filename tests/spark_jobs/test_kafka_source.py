@@ -159,3 +159,30 @@ def test_with_routing_on_the_reader_yields_each_bucket_once_with_its_records(
     assert sorted(r["value"] for r in records if r["role"] != route.DEAD) == sorted(s.value for s in samples)
     (dead,) = [json.loads(r["dead_letter"]) for r in records if r["role"] == route.DEAD]
     assert (dead["error"], dead["source_offset"], dead["cluster"]) == ("not a JSON object", 40, "job")
+
+
+def test_a_range_read_yields_exactly_its_records_with_keys_and_kafka_timestamps(broker: Any, unique: Any) -> None:
+    """read_range on the real broker: offsets [2, 7) of 10, each record's key, value and time intact."""
+    from confluent_kafka import Producer
+
+    from lagwatch.broker import TANSU_PRODUCER_SETTINGS
+    from lagwatch.kafka import ensure_topic
+
+    topic = unique("range")
+    ensure_topic({"bootstrap.servers": broker.bootstrap_servers}, topic, 1)
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, **TANSU_PRODUCER_SETTINGS})
+    base_ms = 1_790_000_000_000
+    for i in range(10):
+        producer.produce(topic, value=f"v{i}".encode(), key=f"k{i}".encode(), partition=0, timestamp=base_ms + i)
+    producer.flush(10)
+    options = kafka_source.SourceOptions.parse(
+        kafka_source.source_options({"bootstrap.servers": broker.bootstrap_servers}, topic)
+    )
+
+    batches = list(kafka_source.read_range(options, kafka_source.KafkaRangePartition(topic, 0, 2, 7)))
+    rows = [row for batch in batches for row in batch.to_pylist()]
+
+    assert [row["offset"] for row in rows] == [2, 3, 4, 5, 6]
+    assert [(row["key"], row["value"]) for row in rows] == [(f"k{i}".encode(), f"v{i}".encode()) for i in range(2, 7)]
+    assert [int(row["timestamp"].timestamp() * 1000) for row in rows] == [base_ms + i for i in range(2, 7)]
+    assert {(row["topic"], row["partition"]) for row in rows} == {(topic, 0)}
