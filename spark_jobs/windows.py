@@ -218,10 +218,15 @@ def update_windows(
 
 def _new_samples(batch: pd.DataFrame, series: dict[str, np.ndarray]) -> pd.DataFrame:
     """Sorted by (series, ts), without duplicates and without samples older than the series' newest."""
-    batch = batch.sort_values(["sid", "ts"], kind="stable").drop_duplicates(["sid", "ts"])
-    sid = batch["sid"].to_numpy(np.int64)
+    # numpy's lexsort and a neighbour compare: half the time of pandas' sort_values + drop_duplicates
+    order = np.lexsort((batch["ts"].to_numpy(np.int64), batch["sid"].to_numpy(np.int64)))
+    sid = batch["sid"].to_numpy(np.int64)[order]
+    ts = batch["ts"].to_numpy(np.int64)[order]
+    first = np.ones(len(sid), bool)
+    first[1:] = (sid[1:] != sid[:-1]) | (ts[1:] != ts[:-1])
+    batch, sid, ts = batch.take(order[first]), sid[first], ts[first]
     known_ts = _lookup(series["sid"], series["last_ts"], sid, default=-1)
-    keep = batch["ts"].to_numpy(np.int64) > known_ts
+    keep = ts > known_ts
     dropped = int((~keep).sum())
     if dropped:
         log.debug("dropped %d sample(s) not newer than their series' newest sample", dropped)
