@@ -59,7 +59,7 @@ class LakeWriter:
         parts = {table: select(data) for table, select in self.tables.items()}
         # The tables are written side by side: Parquet encoding releases the GIL, and the
         # executors sit idle until this function returns.
-        with ThreadPoolExecutor(max_workers=min(len(parts), os.cpu_count() or 1) or 1) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, min(len(parts), os.cpu_count() or 1))) as pool:
             counts = pool.map(lambda item: self._write(item[0], item[1], batch_id), parts.items())
             written = dict(zip(parts, counts, strict=True))
         log.debug(

@@ -104,8 +104,9 @@ def label_arrays(keys: np.ndarray, ids: np.ndarray, types: dict[str, pa.DataType
     """Like :func:`series_labels`, but Arrow arrays of the given types, for output rows.
 
     Why: building an Arrow column from an object array costs per row; here each distinct
-    series' label is converted once and the rows gather it (a take), which made the label
-    columns of a 500,000-sample batch ≈ 4× cheaper.
+    series' label is converted once and the rows gather it (a take). In the operator's profile
+    of a 500,000-sample batch, parsing and converting labels took ≈ 0.5 s of 1.3 s before, and
+    this function 0.1 s after.
     """
     codes, decoded = _distinct_labels(keys, ids)
     indices = pa.array(codes, pa.int32())
