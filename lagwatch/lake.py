@@ -279,11 +279,11 @@ def write_rows(
     # The UTC day by a date cast (the schema's zone is UTC): strftime per row cost 3× the Parquet write.
     days = data[spec.time_column].cast(pa.date32())
     distinct = sorted(d for d in pc.unique(days).to_pylist() if d is not None)
+    whole_batch = len(distinct) == 1 and days.null_count == 0  # the usual case: no copy to filter
     written = []
     for day in distinct:
         part = table_dir(lake, name) / f"date={day.isoformat()}" / f"{file_stem}.parquet"
         part.parent.mkdir(parents=True, exist_ok=True)
-        whole_batch = len(distinct) == 1 and days.null_count == 0  # the usual case: no copy to filter
         _atomic_write(part, data if whole_batch else data.filter(pc.equal(days, pa.scalar(day, pa.date32()))))
         written.append(part)
     return written

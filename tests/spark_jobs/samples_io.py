@@ -6,7 +6,7 @@ multi-record batches (DESIGN §6), and the source reads up to the reported end.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from confluent_kafka import Producer
 
@@ -14,12 +14,18 @@ from lagwatch.samples import Sample, make_sample
 
 
 def produce_values(
-    servers: str, topic: str, values: Iterable[tuple[bytes | None, bytes | None]], partition: int = 0
+    servers: str,
+    topic: str,
+    values: Iterable[tuple[bytes | None, bytes | None]],
+    partition: int = 0,
+    timestamps_ms: Sequence[int] | None = None,
 ) -> int:
+    """Produce (key, value) records one per batch; ``timestamps_ms`` sets their Kafka timestamps."""
     producer = Producer({"bootstrap.servers": servers, "batch.num.messages": 1, "linger.ms": 0, "acks": "all"})
     count = 0
     for key, value in values:
-        producer.produce(topic, value=value, key=key, partition=partition)
+        stamp = {} if timestamps_ms is None else {"timestamp": timestamps_ms[count]}
+        producer.produce(topic, value=value, key=key, partition=partition, **stamp)
         count += 1
         if count % 500 == 0:
             producer.poll(0)

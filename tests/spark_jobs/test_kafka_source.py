@@ -161,20 +161,17 @@ def test_with_routing_on_the_reader_yields_each_bucket_once_with_its_records(
     assert (dead["error"], dead["source_offset"], dead["cluster"]) == ("not a JSON object", 40, "job")
 
 
-def test_a_range_read_yields_exactly_its_records_with_keys_and_kafka_timestamps(broker: Any, unique: Any) -> None:
+def test_a_range_read_yields_exactly_its_records_with_keys_and_kafka_timestamps(
+    broker: Any, kafka: Any, unique: Any
+) -> None:
     """read_range on the real broker: offsets [2, 7) of 10, each record's key, value and time intact."""
-    from confluent_kafka import Producer
-
-    from lagwatch.broker import TANSU_PRODUCER_SETTINGS
-    from lagwatch.kafka import ensure_topic
+    from tests.spark_jobs.samples_io import produce_values
 
     topic = unique("range")
-    ensure_topic({"bootstrap.servers": broker.bootstrap_servers}, topic, 1)
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, **TANSU_PRODUCER_SETTINGS})
+    kafka.create_topic(topic, 1)
     base_ms = 1_790_000_000_000
-    for i in range(10):
-        producer.produce(topic, value=f"v{i}".encode(), key=f"k{i}".encode(), partition=0, timestamp=base_ms + i)
-    producer.flush(10)
+    values = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(10)]
+    produce_values(broker.bootstrap_servers, topic, values, timestamps_ms=[base_ms + i for i in range(10)])
     options = kafka_source.SourceOptions.parse(
         kafka_source.source_options({"bootstrap.servers": broker.bootstrap_servers}, topic)
     )
@@ -183,6 +180,6 @@ def test_a_range_read_yields_exactly_its_records_with_keys_and_kafka_timestamps(
     rows = [row for batch in batches for row in batch.to_pylist()]
 
     assert [row["offset"] for row in rows] == [2, 3, 4, 5, 6]
-    assert [(row["key"], row["value"]) for row in rows] == [(f"k{i}".encode(), f"v{i}".encode()) for i in range(2, 7)]
+    assert [(row["key"], row["value"]) for row in rows] == values[2:7]
     assert [int(row["timestamp"].timestamp() * 1000) for row in rows] == [base_ms + i for i in range(2, 7)]
     assert {(row["topic"], row["partition"]) for row in rows} == {(topic, 0)}

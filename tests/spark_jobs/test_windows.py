@@ -9,11 +9,13 @@ come from the job's one stateful operator (``rollups``), as in production.
 from __future__ import annotations
 
 import datetime as dt
+import json
 
+import numpy as np
 import pytest
 
 from lagwatch.lake import TABLES
-from spark_jobs.windows import window_millis
+from spark_jobs.windows import LABEL_TYPES, SERIES_COLUMNS, label_arrays, series_labels, window_millis
 from tests.spark_jobs.conftest import newest_by_key, parsed_sample, run_rollups
 
 S = 1000  # ms
@@ -164,12 +166,6 @@ def test_a_backlog_batch_keeps_only_windows_the_next_watermark_leaves_open():
 
 def test_output_label_columns_match_the_parsed_series_keys() -> None:
     """label_arrays (Arrow, gathered per distinct series) reads the same labels as series_labels."""
-    import json
-
-    import numpy as np
-
-    from spark_jobs.windows import LABEL_TYPES, SERIES_COLUMNS, label_arrays, series_labels
-
     series = [
         ["c", "admin", "consumer_lag", "gauge", None, "orders", 3, "g1", None],
         ["c", "jmx", "bytes_in_total", "counter", "1", None, None, None, None],
