@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -267,27 +268,38 @@ def _texts_at(texts: dict[int, str], size: int) -> pa.Array:
 def _first_error(
     rows: pa.RecordBatch, values: pa.Array, size: pa.Array, too_big: pa.Array, unreadable: pa.Array, max_bytes: int
 ) -> pa.Array:
-    """Each record's first failing check (module docstring), NULL for a valid sample."""
+    """Each record's first failing check (module docstring), NULL for a valid sample.
+
+    A check's reason text is built only when some record fails it: building them all, for
+    batches that are nearly always valid, cost ≈ 0.5 µs per record.
+    """
     missing = _missing_fields(rows)
     version = rows.column("v")
-    value = rows.column("value")
-    checks = [
-        (pc.is_null(values), "empty record (null value)"),
-        (too_big, _join("oversized: ", size, f" bytes > spark.max_record_bytes {max_bytes}")),
-        (pc.is_valid(unreadable), unreadable),
-        (pc.is_valid(missing), _join("missing field(s): ", missing)),
+    checks: list[tuple[pa.Array, Callable[[], pa.Array | str]]] = [
+        (pc.is_null(values), lambda: "empty record (null value)"),
+        (too_big, lambda: _join("oversized: ", size, f" bytes > spark.max_record_bytes {max_bytes}")),
+        (pc.is_valid(unreadable), lambda: unreadable),
+        (pc.is_valid(missing), lambda: _join("missing field(s): ", missing)),
         (
             pc.not_equal(version, SCHEMA_VERSION),
-            _join("unsupported schema version v=", version, f" (this job reads v={SCHEMA_VERSION})"),
+            lambda: _join("unsupported schema version v=", version, f" (this job reads v={SCHEMA_VERSION})"),
         ),
-        (pc.invert(pc.is_finite(value)), "value is not finite (NaN or Infinity)"),
+        (pc.invert(pc.is_finite(rows.column("value"))), lambda: "value is not finite (NaN or Infinity)"),
         (
             pc.invert(pc.is_in(rows.column("source"), pa.array(SOURCES))),
-            _join("unknown source '", rows.column("source"), "'"),
+            lambda: _join("unknown source '", rows.column("source"), "'"),
         ),
-        (pc.invert(pc.is_in(rows.column("kind"), pa.array(KINDS))), _join("unknown kind '", rows.column("kind"), "'")),
+        (
+            pc.invert(pc.is_in(rows.column("kind"), pa.array(KINDS))),
+            lambda: _join("unknown kind '", rows.column("kind"), "'"),
+        ),
     ]
-    return pc.coalesce(*[pc.if_else(pc.fill_null(failed, False), reason, _NO_TEXT) for failed, reason in checks])
+    reasons = [pa.nulls(rows.num_rows, pa.string())]
+    for failed, reason in checks:
+        failed = pc.fill_null(failed, False)
+        if pc.any(failed).as_py():
+            reasons.append(pc.if_else(failed, reason(), _NO_TEXT))
+    return pc.coalesce(*reasons)
 
 
 def _missing_fields(rows: pa.RecordBatch) -> pa.Array:

@@ -41,20 +41,18 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """One local[2] session: UI off, 2 shuffle partitions (DESIGN §6)."""
+    """One local[2] session with the job's own settings (session_settings: UI off, 2 shuffle
+    partitions, UTC, the JVM options), plus 2 GB for the driver."""
     from pyspark.sql import SparkSession
 
+    from spark_jobs.session import session_settings
+
     os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)  # type: ignore[attr-defined]
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("lagwatch-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.memory", "2g")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .getOrCreate()
-    )
+    settings = {**session_settings(parse_config({"cluster": {"name": "test"}})), "spark.driver.memory": "2g"}
+    builder = SparkSession.builder.master("local[2]").appName("lagwatch-tests")
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
