@@ -411,8 +411,9 @@ def _cyclic_gc_paused() -> Iterator[None]:
     Why: a read allocates about ten tracked objects per record (librdkafka messages, timestamp
     tuples, list growth), so the collector runs every few hundred records and, as the read's
     lists age, ever more full passes over the worker's whole heap. Measured on 167,000
-    records: 5.3 → 4.1 µs of CPU per record. The read makes no reference cycles of its own;
-    any that others make are collected once it ends.
+    records: 5.3 → 4.1 µs of CPU per record. The read makes no reference cycles of its own
+    (``gc.collect()`` after a read of 45,000 records finds nothing); any that others make are
+    collected once it ends.
     """
     was_enabled = gc.isenabled()
     gc.disable()
