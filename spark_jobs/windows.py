@@ -49,6 +49,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from lagwatch import lake as lakelib
+
 log = logging.getLogger(__name__)
 
 #: Forget a silent series this long after the watermark passed its last sample (1 hour).
@@ -57,9 +59,9 @@ LABEL_COLUMNS: tuple[str, ...] = ("broker", "topic", "partition", "group_id", "c
 SERIES_COLUMNS: tuple[str, ...] = ("cluster", "source", "metric", "kind", *LABEL_COLUMNS)
 #: Output rows as column arrays (times in epoch ms; labels may be Arrow), assembled by rollups.py.
 Columns = dict[str, Any]
-#: The label columns of metrics_* rows, as the lake types them.
+#: The label columns of metrics_* rows, typed as the lake's schema has them.
 LABEL_TYPES: dict[str, pa.DataType] = {
-    name: pa.int32() if name == "partition" else pa.string() for name in SERIES_COLUMNS
+    field.name: field.type for field in lakelib.arrow_schema("metrics_10s") if field.name in SERIES_COLUMNS
 }
 
 _SERIES_FIELDS = ("sid", "last_ts", "last_value")
