@@ -5,8 +5,11 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | cksum | cut -d' ' -f1)
+# The real Apache Kafka broker the tests and benches run: the user's KAFKA_HOME, or the
+# bundled source build unpacked into .kafka/ (scripts/kafka-home.sh).
+export KAFKA_HOME ?= $(CURDIR)/.kafka/kafka-3.8.0-kraft-srcbuild
 
-.PHONY: run test test-fast bench lint system-deps test-system-deps clean venv
+.PHONY: run test test-fast bench lint system-deps test-system-deps kafka-home clean venv
 
 venv: $(STAMP)
 
@@ -25,17 +28,21 @@ system-deps:
 test-system-deps:
 	@scripts/install-system-deps.sh test
 
+# An unpacked Apache Kafka at $KAFKA_HOME (tests and benches start it on loopback).
+kafka-home:
+	@scripts/kafka-home.sh
+
 run: venv system-deps
 	$(BIN)/lagwatch up
 
-test: venv test-system-deps
+test: venv test-system-deps kafka-home
 	$(BIN)/python -m pytest
 
 # Everything but the tests marked slow (for a quick loop while developing).
-test-fast: venv test-system-deps
+test-fast: venv test-system-deps kafka-home
 	$(BIN)/python -m pytest -m "not slow"
 
-bench: venv system-deps
+bench: venv system-deps kafka-home
 	$(BIN)/python -m bench
 
 lint: venv
@@ -43,4 +50,4 @@ lint: venv
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf lake state lagwatch.duckdb test-artifacts bench/results.md bench/.data
+	rm -rf lake state .kafka lagwatch.duckdb test-artifacts bench/results.md bench/.data

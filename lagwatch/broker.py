@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 TANSU_PRODUCER_SETTINGS = {"batch.num.messages": "1"}
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Linux: the broker gets SIGTERM when its launcher dies, even by kill -9 (no orphan broker)."""
     try:
         import ctypes
@@ -61,7 +61,7 @@ def _port_answers(port: int) -> bool:
         return False
 
 
-def _metadata_answers(bootstrap: str, timeout_s: float) -> bool:
+def metadata_answers(bootstrap: str, timeout_s: float) -> bool:
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
@@ -103,14 +103,14 @@ class EmbeddedBroker:
         output = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
         started = time.monotonic()
         self._process = subprocess.Popen(
-            command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=_die_with_parent
+            command, stdout=output, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent
         )
         if output is not subprocess.DEVNULL:
             output.close()
         while time.monotonic() - started < timeout_s:
             if self._process.poll() is not None:
                 raise BrokerError(f"tansu exited with code {self._process.returncode} (port {self.port})")
-            if _port_answers(self.port) and _metadata_answers(self.bootstrap_servers, 1.0):
+            if _port_answers(self.port) and metadata_answers(self.bootstrap_servers, 1.0):
                 log.info("broker tansu ready on %s in %.2f s", self.bootstrap_servers, time.monotonic() - started)
                 return self
             time.sleep(0.05)

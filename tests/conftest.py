@@ -1,6 +1,9 @@
 """Shared fixtures: every test talks to real parts.
 
-- ``broker``: one tansu broker for the session, started by the product's own launcher.
+- ``broker``: one real Apache Kafka broker (KRaft, JMX) for the session, from ``KAFKA_HOME``:
+  the broker the suite treats as the truth.
+- ``tansu``: one embedded tansu broker for the session, started by the product's own launcher,
+  for the tests of what `make run` uses.
 - ``spark``: one local[2] SparkSession for the session (cold start ≈ 8 s, paid once).
 - ``make_config``: a validated Config pointing at the broker and a per-test lake and state.
 - JMX test double, webhook receiver and Alertmanager live in ``tests/fixtures/`` and are
@@ -19,7 +22,7 @@ import pytest
 
 from lagwatch.broker import EmbeddedBroker
 from lagwatch.config import Config, parse_config
-from lagwatch.kafka import use_embedded_broker
+from tests.fixtures.real_kafka import KafkaHomeMissing, RealKafkaBroker, kafka_home
 
 pytest_plugins = [
     "tests.fixtures.jmx_double",
@@ -32,8 +35,22 @@ pytest_plugins = [
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """No real broker, no run: one line saying what to set, never a silent skip."""
+    try:
+        kafka_home()
+    except KafkaHomeMissing as exc:
+        pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
 @pytest.fixture(scope="session")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealKafkaBroker]:
+    with RealKafkaBroker(work_dir=tmp_path_factory.mktemp("kafka")) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def tansu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedBroker]:
     log_path = tmp_path_factory.mktemp("tansu") / "tansu.log"
     with EmbeddedBroker(log_path=log_path) as running:
         yield running
@@ -65,8 +82,8 @@ def unique() -> Callable[[str], str]:
 
 
 @pytest.fixture
-def make_config(broker: EmbeddedBroker, tmp_path: Path, unique: Callable[[str], str]) -> Callable[..., Config]:
-    """Build a validated Config on the test broker; sections given as dicts override defaults."""
+def make_config(broker: RealKafkaBroker, tmp_path: Path, unique: Callable[[str], str]) -> Callable[..., Config]:
+    """Build a validated Config on the real test broker; sections given as dicts override defaults."""
 
     def build(**sections: dict[str, Any]) -> Config:
         data: dict[str, Any] = {
@@ -78,9 +95,8 @@ def make_config(broker: EmbeddedBroker, tmp_path: Path, unique: Callable[[str], 
         }
         for name, values in sections.items():
             data[name] = {**data.get(name, {}), **values}
-        config = parse_config(data, environ={})
-        use_embedded_broker(config, broker.bootstrap_servers)
-        return config
+        data["cluster"].setdefault("bootstrap_servers", broker.bootstrap_servers)
+        return parse_config(data, environ={})
 
     return build
 
