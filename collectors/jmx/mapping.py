@@ -45,6 +45,9 @@ class MetricDef:
     description: str
     #: Extra exporter spellings beyond the derived ones (lower case).
     extra_exporter_names: tuple[str, ...] = field(default=())
+    #: Registered only by ZooKeeper-mode controllers: a KRaft broker (3.8 checked) has no such
+    #: MBean, so its absence there is expected, not a scrape error.
+    zookeeper_only: bool = False
 
     @property
     def is_pattern(self) -> bool:
@@ -68,8 +71,12 @@ class MetricDef:
         return f"{self.object_name}/{self.attribute}"
 
 
-def _meter(metric: str, object_name: str, description: str, unit: str = "count") -> list[MetricDef]:
-    return [MetricDef(metric, "counter", unit, object_name, "Count", "broker", description)]
+def _meter(
+    metric: str, object_name: str, description: str, unit: str = "count", zookeeper_only: bool = False
+) -> list[MetricDef]:
+    return [
+        MetricDef(metric, "counter", unit, object_name, "Count", "broker", description, zookeeper_only=zookeeper_only)
+    ]
 
 
 def _topic_meter(metric: str, name: str, unit: str, description: str) -> list[MetricDef]:
@@ -96,12 +103,14 @@ METRICS: tuple[MetricDef, ...] = (
         "kafka.controller:type=ControllerStats,name=LeaderElectionRateAndTimeMs",
         "Leader elections (Timer Count)",
         unit="elections",
+        zookeeper_only=True,
     ),
     *_meter(
         "unclean_leader_elections_total",
         "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec",
         "Unclean leader elections (data loss possible)",
         unit="elections",
+        zookeeper_only=True,
     ),
     *_meter("isr_shrinks_total", "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec", "ISR shrinks"),
     *_meter("isr_expands_total", "kafka.server:type=ReplicaManager,name=IsrExpandsPerSec", "ISR expands"),
