@@ -18,9 +18,12 @@ formatted line a fraction of that, once per snapshot.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import accumulate
 from typing import Any
 
 from prometheus_client.utils import floatToGoString
@@ -134,6 +137,9 @@ class _Lines:
             cached = self.escaped[value] = _escape("" if value is None else value)
         return cached
 
+    def family(self, name: str) -> list[str]:
+        return self.by_family[_FAMILY_INDEX[name]]
+
     def add(self, family: str, labels: str, value: Any) -> None:
         series = f"{family}{{{labels}}}" if labels else family
         self.by_family[_FAMILY_INDEX[family]].append(f"{series} {_number(value)}\n")
@@ -195,11 +201,11 @@ class _Group:
     partitions: list[dict[str, Any]]
     status_row: dict[str, Any] | None
 
-    @property
+    @cached_property
     def total_lag(self) -> int:
         return sum(max(0, r["lag"] or 0) for r in self.partitions)
 
-    @property
+    @cached_property
     def severity(self) -> int:
         if self.status_row is not None:
             return statuses.severity(self.status_row["status"])
@@ -252,67 +258,109 @@ def _group_topic_units(group: _Group) -> list[_Unit]:
     return [unit(topic, total) for topic, total in sorted(sums.items())]
 
 
-def _partition_unit(row: dict[str, Any], retention: list[str]) -> _Unit:
-    margins = [(retention_family(col), row[col]) for col in retention if row.get(col) is not None]
-    has_time = row["time_lag_s"] is not None
+def _partition_series(row: dict[str, Any], retention: list[str]) -> int:
     has_offset = row["committed_offset"] is not None
-    series = 4 + 2 * has_offset + has_time + len(margins)
-
-    def write(out: _Lines) -> None:
-        c, g, t, p = out.esc(row["cluster"]), out.esc(row["group_id"]), out.esc(row["topic"]), row["partition"]
-        lag = max(0, row["lag"] or 0)
-        klx = f'cluster_name="{c}",group="{g}",topic="{t}",partition="{p}",member_host="",consumer_id="",client_id=""'
-        brw = f'cluster="{c}",consumer_group="{g}",topic="{t}",partition="{p}"'
-        out.add("kafka_consumergroup_group_lag", klx, lag)
-        out.add("burrow_kafka_consumer_partition_lag", brw, lag)
-        if has_offset:
-            out.add("kafka_consumergroup_group_offset", klx, row["committed_offset"])
-            out.add("burrow_kafka_consumer_current_offset", brw, row["committed_offset"])
-        if has_time:
-            out.add("kafka_consumergroup_group_lag_seconds", klx, row["time_lag_s"])
-        code = statuses.BURROW_CODES[statuses.burrow_partition_status(row["status"])]
-        out.add("burrow_kafka_topic_partition_status", brw, code)
-        lw = f'cluster="{c}",group="{g}",topic="{t}",partition="{p}"'
-        status_labels = f'{lw},status="{out.esc(row["status"])}",rule="{out.esc(row["rule"])}"'
-        out.add("lagwatch_consumergroup_partition_status", status_labels, statuses.severity(row["status"]))
-        for family, value in margins:
-            out.add(family, lw, value)
-
-    return _Unit(series, write)
+    margins = sum(row.get(col) is not None for col in retention)
+    return 4 + 2 * has_offset + (row["time_lag_s"] is not None) + margins
 
 
-def _topic_partition_units(snap: Snapshot) -> list[_Unit]:
-    units = []
-    for (cluster, topic), offsets in sorted(snap.topic_offsets.items()):
-        for partition, offset in sorted(offsets.items()):
+def _write_partitions(out: _Lines, rows: list[dict[str, Any]], retention: list[str]) -> None:
+    """Every series of `rows`, a family at a time (list comprehensions: ≈ 40,000 rows per refresh)."""
+    esc = out.esc
+    keys = [(esc(r["cluster"]), esc(r["group_id"]), esc(r["topic"]), r["partition"]) for r in rows]
+    own = [f'cluster="{c}",group="{g}",topic="{t}",partition="{p}"' for c, g, t, p in keys]
+    klx = [
+        f'cluster_name="{c}",group="{g}",topic="{t}",partition="{p}",member_host="",consumer_id="",client_id=""'
+        for c, g, t, p in keys
+    ]
+    brw = [f'cluster="{c}",consumer_group="{g}",topic="{t}",partition="{p}"' for c, g, t, p in keys]
+    lags = [max(0, r["lag"] or 0) for r in rows]
+    fam = out.family
+    fam("kafka_consumergroup_group_lag").extend(
+        [f"kafka_consumergroup_group_lag{{{k}}} {v}\n" for k, v in zip(klx, lags, strict=True)]
+    )
+    fam("burrow_kafka_consumer_partition_lag").extend(
+        [f"burrow_kafka_consumer_partition_lag{{{k}}} {v}\n" for k, v in zip(brw, lags, strict=True)]
+    )
+    with_offset = [i for i, r in enumerate(rows) if r["committed_offset"] is not None]
+    fam("kafka_consumergroup_group_offset").extend(
+        [f"kafka_consumergroup_group_offset{{{klx[i]}}} {rows[i]['committed_offset']}\n" for i in with_offset]
+    )
+    fam("burrow_kafka_consumer_current_offset").extend(
+        [f"burrow_kafka_consumer_current_offset{{{brw[i]}}} {rows[i]['committed_offset']}\n" for i in with_offset]
+    )
+    fam("kafka_consumergroup_group_lag_seconds").extend(
+        [
+            f"kafka_consumergroup_group_lag_seconds{{{klx[i]}}} {_number(r['time_lag_s'])}\n"
+            for i, r in enumerate(rows)
+            if r["time_lag_s"] is not None
+        ]
+    )
+    codes = {s: statuses.BURROW_CODES[statuses.burrow_partition_status(s)] for s in {r["status"] for r in rows}}
+    fam("burrow_kafka_topic_partition_status").extend(
+        [f"burrow_kafka_topic_partition_status{{{k}}} {codes[r['status']]}\n" for k, r in zip(brw, rows, strict=True)]
+    )
+    fam("lagwatch_consumergroup_partition_status").extend(
+        [
+            f'lagwatch_consumergroup_partition_status{{{k},status="{esc(r["status"])}",rule="{esc(r["rule"])}"}} '
+            f"{statuses.severity(r['status'])}\n"
+            for k, r in zip(own, rows, strict=True)
+        ]
+    )
+    for col in retention:
+        name = retention_family(col)
+        fam(name).extend(
+            [f"{name}{{{k}}} {_number(r[col])}\n" for k, r in zip(own, rows, strict=True) if r.get(col) is not None]
+        )
 
-            def write(
-                out: _Lines,
-                cluster: str = cluster,
-                topic: str = topic,
-                partition: int = partition,
-                offset: int = offset,
-            ) -> None:
-                c, t = out.esc(cluster), out.esc(topic)
-                out.add(
-                    "kafka_partition_latest_offset", f'cluster_name="{c}",topic="{t}",partition="{partition}"', offset
-                )
-                out.add(
-                    "burrow_kafka_topic_partition_offset", f'cluster="{c}",topic="{t}",partition="{partition}"', offset
-                )
 
-            units.append(_Unit(2, write))
-    return units
+def _write_topic_partitions(out: _Lines, offsets: list[tuple[str, str, int, int]]) -> None:
+    for cluster, topic, partition, offset in offsets:
+        c, t = out.esc(cluster), out.esc(topic)
+        out.add("kafka_partition_latest_offset", f'cluster_name="{c}",topic="{t}",partition="{partition}"', offset)
+        out.add("burrow_kafka_topic_partition_offset", f'cluster="{c}",topic="{t}",partition="{partition}"', offset)
 
 
-def _levels(snap: Snapshot) -> list[tuple[str, Iterable[_Unit]]]:
+@dataclass(frozen=True)
+class _Level:
+    """One level of the limit: the series count of each item (kept in order) and a writer of the first k."""
+
+    name: str
+    counts: list[int]
+    write_first: Callable[[_Lines, int], None]
+
+
+def _unit_level(name: str, units: list[_Unit]) -> _Level:
+    def write_first(out: _Lines, k: int) -> None:
+        for unit in units[:k]:
+            unit.write(out)
+
+    return _Level(name, [u.series for u in units], write_first)
+
+
+def _partition_level(snap: Snapshot, groups: list[_Group]) -> _Level:
+    rows = [r for g in groups for r in g.partitions]
+    offsets = [
+        (cluster, topic, partition, offset)
+        for (cluster, topic), per_topic in sorted(snap.topic_offsets.items())
+        for partition, offset in sorted(per_topic.items())
+    ]
+    counts = [_partition_series(r, snap.retention_columns) for r in rows] + [2] * len(offsets)
+
+    def write_first(out: _Lines, k: int) -> None:
+        _write_partitions(out, rows[:k], snap.retention_columns)
+        _write_topic_partitions(out, offsets[: max(0, k - len(rows))])
+
+    return _Level("partition", counts, write_first)
+
+
+def _levels(snap: Snapshot) -> list[_Level]:
     groups = _groups_worst_first(snap)
-    partitions = (_partition_unit(r, snap.retention_columns) for g in groups for r in g.partitions)
     return [
-        ("cluster", _cluster_units(snap)),
-        ("group", [_group_unit(g) for g in groups]),
-        ("group_topic", [u for g in groups for u in _group_topic_units(g)]),
-        ("partition", [*partitions, *_topic_partition_units(snap)]),
+        _unit_level("cluster", _cluster_units(snap)),
+        _unit_level("group", [_group_unit(g) for g in groups]),
+        _unit_level("group_topic", [u for g in groups for u in _group_topic_units(g)]),
+        _partition_level(snap, groups),
     ]
 
 
@@ -322,23 +370,22 @@ def render(snap: Snapshot, max_series: int, dropped_totals: dict[str, int]) -> R
     budget = max_series - SELF_SERIES
     dropped = dict.fromkeys(LEVELS, 0)
     full = False
-    for level, units in _levels(snap):
-        for unit in units:
-            if full or unit.series > budget:
-                full = True
-                dropped[level] += unit.series
-                continue
-            unit.write(out)
-            budget -= unit.series
-    for level, count in dropped.items():
-        dropped_totals[level] = dropped_totals.get(level, 0) + count
+    for level in _levels(snap):
+        cumulative = list(accumulate(level.counts))
+        kept = 0 if full else bisect_right(cumulative, budget)
+        level.write_first(out, kept)
+        budget -= cumulative[kept - 1] if kept else 0
+        dropped[level.name] = (cumulative[-1] if cumulative else 0) - (cumulative[kept - 1] if kept else 0)
+        full = full or kept < len(cumulative)
+    for level_name, count in dropped.items():
+        dropped_totals[level_name] = dropped_totals.get(level_name, 0) + count
     exported = sum(len(lines) for lines in out.by_family) + SELF_SERIES
     out.add("lagwatch_api_snapshot_timestamp_seconds", "", snap.taken_at.timestamp())
     out.add("lagwatch_api_lake_read_seconds", "", snap.read_seconds)
     out.add("lagwatch_api_series_exported", "", exported)
-    for level in LEVELS:
-        out.add("lagwatch_api_series_dropped", f'level="{level}"', dropped[level])
-        out.add("lagwatch_api_series_dropped_total", f'level="{level}"', dropped_totals[level])
+    for level_name in LEVELS:
+        out.add("lagwatch_api_series_dropped", f'level="{level_name}"', dropped[level_name])
+        out.add("lagwatch_api_series_dropped_total", f'level="{level_name}"', dropped_totals[level_name])
     return Rendered(_text(out), exported, dropped)
 
 

@@ -10,14 +10,14 @@ import argparse
 import datetime as dt
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from api import burrow
@@ -30,6 +30,7 @@ from lagwatch.lake import utc_now
 log = logging.getLogger(__name__)
 
 METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+STREAM_PIECE = 1 << 20
 
 
 def make_cache(config: Config) -> SnapshotCache:
@@ -50,6 +51,17 @@ def make_cache(config: Config) -> SnapshotCache:
 
 def _json(status: int, body: dict[str, Any]) -> Response:
     return Response(json.dumps(body, separators=(",", ":")), status_code=status, media_type="application/json")
+
+
+def _streamed(body: bytes, media_type: str) -> Response:
+    """A large body in 1 MB pieces: one 40 MB write is about twice as slow through asyncio and h11."""
+    view = memoryview(body)
+
+    async def pieces() -> AsyncIterator[memoryview]:
+        for start in range(0, len(view), STREAM_PIECE):
+            yield view[start : start + STREAM_PIECE]
+
+    return StreamingResponse(pieces(), media_type=media_type, headers={"Content-Length": str(len(body))})
 
 
 def build_app(config: Config, cache: SnapshotCache) -> Starlette:
@@ -81,7 +93,7 @@ def build_app(config: Config, cache: SnapshotCache) -> Starlette:
         if "gzip" in request.headers.get("accept-encoding", ""):
             headers = {"Content-Encoding": "gzip", "Vary": "Accept-Encoding"}
             return Response(got.metrics_gzip, media_type=METRICS_CONTENT_TYPE, headers=headers)
-        return Response(got.metrics.text, media_type=METRICS_CONTENT_TYPE)
+        return _streamed(got.metrics.text, METRICS_CONTENT_TYPE)
 
     async def healthz(_: Request) -> Response:
         return JSONResponse({"status": "ok"})
