@@ -23,7 +23,7 @@ from starlette.routing import Route
 from api import burrow
 from api.cache import Current, SnapshotCache
 from api.health import readiness
-from api.snapshot import LakePaths, ReadWindow, read_snapshot
+from api.snapshot import ReadWindow, read_snapshot
 from lagwatch.config import Config
 from lagwatch.lake import utc_now
 
@@ -34,7 +34,7 @@ STREAM_PIECE = 1 << 20
 
 
 def make_cache(config: Config) -> SnapshotCache:
-    paths = LakePaths.from_config(config)
+    lake, views = config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path)
     started = utc_now()
 
     def read() -> Any:
@@ -44,7 +44,7 @@ def make_cache(config: Config) -> SnapshotCache:
             commit_window=dt.timedelta(seconds=config.lag.window_s),
             started=started,
         )
-        return read_snapshot(paths, window, config.cluster.name)
+        return read_snapshot(lake, views, window, config.cluster.name)
 
     return SnapshotCache(read, config.api.cache_s, config.api.max_series)
 

@@ -20,8 +20,6 @@ from lagwatch import lake as lakelib
 if TYPE_CHECKING:
     import duckdb
 
-    from lagwatch.config import Config
-
 #: Per-component state (collectors, Spark queries) is looked up over at least this much time,
 #: so a component that went silent still shows, as silent.
 RECENT = dt.timedelta(hours=1)
@@ -94,16 +92,6 @@ GROUP BY ALL
 """
 
 _DEAD_LETTERS_SQL = "SELECT cluster, count(*) AS records FROM dead_letters_since($started) GROUP BY ALL"
-
-
-@dataclass(frozen=True)
-class LakePaths:
-    lake: Path
-    views: Path
-
-    @classmethod
-    def from_config(cls, config: Config) -> LakePaths:
-        return cls(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
 
 
 @dataclass(frozen=True)
@@ -209,13 +197,13 @@ def _topic_offsets(
     return dict(offsets)
 
 
-def read_snapshot(paths: LakePaths, window: ReadWindow, configured_cluster: str) -> Snapshot:
-    """One pass over the lake's newest rows (one read-only connection, closed before returning)."""
+def read_snapshot(lake: Path, views: Path, window: ReadWindow, configured_cluster: str) -> Snapshot:
+    """One pass over the lake's newest rows (one read-only connection to `views`, closed before returning)."""
     import time
 
     started = time.perf_counter()
     params = window.params()
-    con = lakelib.connect_readonly(paths.lake, paths.views)
+    con = lakelib.connect_readonly(lake, views)
     try:
         retention = _retention_columns(con)
         extra = "".join(f", {c}" for c in retention)

@@ -252,6 +252,16 @@ def known_lake(tmp_path_factory: pytest.TempPathFactory) -> KnownLake:
     return KnownLake(root, now, rows)
 
 
+def stop_process(process: subprocess.Popen[bytes], timeout_s: float = 15) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `timeout_s`."""
+    process.terminate()
+    try:
+        process.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 @dataclass
 class RunningApi:
     url: str
@@ -271,12 +281,7 @@ class RunningApi:
         return code, json.loads(body)
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
 
 
 def write_config(folder: Path, lake: Path, port: int, **api: Any) -> Path:

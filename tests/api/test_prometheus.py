@@ -27,7 +27,7 @@ from collectors import runner
 from lagwatch import lake as lakelib
 from lagwatch.broker import free_port
 from spark_jobs import job
-from tests.api.conftest import CLUSTER, RunningApi
+from tests.api.conftest import CLUSTER, RunningApi, stop_process
 from tests.fixtures.kafka_workload import KafkaWorkload
 
 pytestmark = pytest.mark.slow
@@ -120,12 +120,7 @@ class Prometheus:
         raise AssertionError(f"prometheus: {what} not within {timeout_s} s; log: {self.log.read_text()[-2000:]}")
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop_process(self.process)
 
 
 @pytest.fixture
