@@ -59,7 +59,7 @@ FAMILIES: tuple[tuple[str, str, str], ...] = (
     (
         "lagwatch_consumergroup_status",
         "gauge",
-        "Group status as its severity (0 OK … 6 LOSS), status and rule as labels",
+        "Group status as its severity (0 OK to 6 LOSS), status and rule as labels",
     ),
     ("lagwatch_consumergroup_partition_status", "gauge", "Partition status as its severity, status and rule as labels"),
     (
@@ -147,7 +147,10 @@ class _Lines:
 
 @dataclass(frozen=True)
 class _Unit:
-    """What the limit keeps or drops whole: one group's, group-topic's or partition's series."""
+    """What the limit keeps or drops whole: one broker's, query's, group's or group-topic's series.
+
+    Partitions are not units: at 40,000 per refresh they are counted and written a family at a
+    time (`_partition_level`)."""
 
     series: int
     write: Callable[[_Lines], None]

@@ -23,7 +23,7 @@ from starlette.routing import Route
 from api import burrow
 from api.cache import Current, SnapshotCache
 from api.health import readiness
-from api.snapshot import ReadWindow, read_snapshot
+from api.snapshot import ReadWindow, Snapshot, read_snapshot
 from lagwatch.config import Config
 from lagwatch.lake import utc_now
 
@@ -37,7 +37,7 @@ def make_cache(config: Config) -> SnapshotCache:
     lake, views = config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path)
     started = utc_now()
 
-    def read() -> Any:
+    def read() -> Snapshot:
         window = ReadWindow(
             now=utc_now(),
             lookback=dt.timedelta(seconds=config.api.lookback_s),

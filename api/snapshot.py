@@ -10,6 +10,8 @@ minutes of files (the same shape as the dashboard's "latest" queries).
 from __future__ import annotations
 
 import datetime as dt
+import re
+import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -169,8 +171,6 @@ class Snapshot:
 
 
 def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    import re
-
     used = set(re.findall(r"\$([a-z_]+)", sql))
     cursor = con.execute(sql, {k: v for k, v in params.items() if k in used})
     names = [d[0] for d in cursor.description]
@@ -199,8 +199,6 @@ def _topic_offsets(
 
 def read_snapshot(lake: Path, views: Path, window: ReadWindow, configured_cluster: str) -> Snapshot:
     """One pass over the lake's newest rows (one read-only connection to `views`, closed before returning)."""
-    import time
-
     started = time.perf_counter()
     params = window.params()
     con = lakelib.connect_readonly(lake, views)
