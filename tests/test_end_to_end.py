@@ -51,7 +51,7 @@ backend = "jpype"
 
 
 def _config(tmp_path: Path, receiver: WebhookReceiver, kafka: RealKafkaBroker | None) -> tuple[Path, int]:
-    dashboard_port, sim_port = free_port(), free_port()
+    dashboard_port, sim_port, api_port = free_port(), free_port(), free_port()
     cluster = _real_broker_sections(kafka) if kafka else ""
     text = f"""
 [cluster]
@@ -76,6 +76,8 @@ watermark_s = 10
 window_s = 40
 [dashboard]
 port = {dashboard_port}
+[api]
+port = {api_port}
 [demo]
 rate = 30
 jmx_sim_port = {sim_port}
