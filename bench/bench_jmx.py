@@ -143,7 +143,7 @@ def bench_jmxquery_bisection(double: JmxDouble) -> list[Result]:
             object_name_problem(definition.object_name)
     validation_us = (time.perf_counter() - started) * 1e6 / 1000
     backend = JmxqueryBackend(JmxEndpoint("127.0.0.1", double.port, TIMEOUT_S))
-    bad = MetricDef("bad", "gauge", "", "kafka.server:type=a,name=b,c", "Value", "broker", "jar rejects it")
+    bad = MetricDef("bad", "kafka.server:type=a,name=b,c", "Value", "broker")  # the jar rejects it
     before = cpu_with_children_s()
     backend._read_batch([*definitions, bad], time.monotonic() + TIMEOUT_S, ReadResult())
     bisect_ms = (cpu_with_children_s() - before) * 1000

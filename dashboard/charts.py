@@ -13,7 +13,9 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-#: Status colours, worst first: the same everywhere so a glance reads the same.
+from lagwatch.vocabulary import STATUS_ORDER
+
+#: Status colours: the same everywhere so a glance reads the same.
 STATUS_COLOURS = {
     "ERR": "#7f0000",
     "STOP": "#d62728",
@@ -22,7 +24,8 @@ STATUS_COLOURS = {
     "WARN": "#e6c229",
     "OK": "#2ca02c",
 }
-STATUS_ORDER = list(STATUS_COLOURS)
+#: Worst first, as charts and tables list statuses.
+STATUSES_WORST_FIRST = list(reversed(STATUS_ORDER))
 
 METRIC_LABELS = {
     "messages_in_total": "messages in",
@@ -136,7 +139,7 @@ def status_timeline(frame: pd.DataFrame, zone: ZoneInfo) -> go.Figure:
         y="status",
         color="status",
         color_discrete_map=STATUS_COLOURS,
-        category_orders={"status": STATUS_ORDER},
+        category_orders={"status": STATUSES_WORST_FIRST},
         hover_data=["reason", "total_lag"],
     )
     fig.update_traces(marker={"symbol": "square", "size": 9})

@@ -42,7 +42,8 @@ def filtered(groups: pd.DataFrame) -> pd.DataFrame:
 
 
 def _status_rank(status: str) -> int:
-    order = charts.STATUS_ORDER
+    """Worst first; an unknown status last."""
+    order = charts.STATUSES_WORST_FIRST
     return order.index(status) if status in order else len(order)
 
 
