@@ -61,9 +61,16 @@ def time_series(
     y_title: str,
     title: str,
     color: str | None = None,
+    zero_baseline: bool = True,
 ) -> go.Figure:
-    """Line chart over time; `y_title` carries the unit, e.g. 'messages/s'."""
+    """Line chart over time; `y_title` carries the unit, e.g. 'messages/s'.
+
+    The y axis starts at 0 so a line's height is its size: autoscaled, a flat 50 msg/s looked
+    like a swing between 50.00 and 50.04. Positions (offsets) opt out with `zero_baseline=False`.
+    """
     fig = px.line(local_times(frame, zone), x="time", y=y, color=color)
+    if zero_baseline:
+        fig.update_yaxes(rangemode="tozero")
     return _layout(fig, zone, y_title, title)
 
 
@@ -109,6 +116,7 @@ def elections(frame: pd.DataFrame, zone: ZoneInfo) -> go.Figure:
             ],
         )
     )
+    fig.update_yaxes(rangemode="tozero")
     return _layout(fig, zone, "elections/s", "Leader elections")
 
 
