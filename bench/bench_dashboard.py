@@ -1,4 +1,4 @@
-"""Dashboard query time per page over a generated 7-day lake (DESIGN §7: ≤ 500 ms per page).
+"""Dashboard query time per page over a generated 7-day lake (bar: ≤ 500 ms per page).
 
 The lake holds 7 days of 1-minute windows for 2,000 partitions (200 topics × 10) consumed by
 200 groups: ≈ 20 M `lag_1m` rows, ≈ 20 M `log_end_offset` rows plus broker and topic metrics in

@@ -8,7 +8,7 @@ mapped samples served by a separate `python -m http.server` process.
 Measured: CPU (user + system) of this process per scrape, plus its waited-for children
 (jmxquery's per-scrape JVM, via RUSAGE_CHILDREN deltas). The in-process JVM of the jpype
 backend is part of this process, so its CPU is included. The double's and the HTTP server's
-CPU are not (they are the monitored side). Bar (DESIGN §7): jpype ≤ 5 ms per 100 MBeans.
+CPU are not (they are the monitored side). Bar: jpype ≤ 5 ms per 100 MBeans.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ jumps back). A broker-JMX simulator serves Prometheus exporter text whose counte
 demo's real produce and consume counts; it is labelled as simulated everywhere (broker id
 `sim-1`), because tansu has no JMX of its own.
 
-Records go out one per produce batch so the embedded tansu reports true end offsets (DESIGN §6).
+Records go out one per produce batch so the embedded tansu reports true end offsets (its
+quirks: docs/architecture.md).
 Groups commit with explicit offsets and no group membership (assign, not subscribe): their
 behaviour is then exact and deterministic, and Kafka lists them as empty groups, which
 Lagwatch keeps evaluating.

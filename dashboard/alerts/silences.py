@@ -130,4 +130,3 @@ def expire_silence(config: Config, silence_id: str) -> bool:
         if found:
             _write(path, silences)
     return found
-

@@ -97,4 +97,3 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
-
