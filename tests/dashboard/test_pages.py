@@ -127,6 +127,7 @@ def test_groups_table_and_drill_down(known_lake: KnownLake) -> None:
     at = open_page("groups", group="audit")
     table = frames(at)[0]
     assert sorted(table["group_id"]) == sorted(status["group_id"])
+    assert list(table.columns).index("reason") > list(table.columns).index("eta_s"), "numbers before the reason"
     for _, expected in status.iterrows():
         row = table[table["group_id"] == expected["group_id"]].iloc[0]
         assert row[["status", "reason", "total_lag", "max_time_lag_s"]].tolist() == [
