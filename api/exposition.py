@@ -59,7 +59,7 @@ FAMILIES: tuple[tuple[str, str, str], ...] = (
     (
         "lagwatch_consumergroup_status",
         "gauge",
-        "Group status as its severity (0 OK to 6 LOSS), status and rule as labels",
+        "Group status as its severity (0 OK to 5 ERR), status and rule as labels",
     ),
     ("lagwatch_consumergroup_partition_status", "gauge", "Partition status as its severity, status and rule as labels"),
     (

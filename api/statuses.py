@@ -1,22 +1,19 @@
-"""Lagwatch's lag statuses and how they read in Burrow's vocabulary: the one mapping table.
+"""How Lagwatch's lag statuses read in Burrow's vocabulary: the one mapping table.
 
-Why here and not imported: the status names live with the Spark job today (no shared module
-in lagwatch/ yet, and parts never import each other). This is the only place the API names
-them; when lagwatch/ gains the shared vocabulary, point `SEVERITY_ORDER` at it.
-
-Burrow's partition statuses are OK, WARN, STOP, STALL, REWIND; its group status is the worst
-partition status, with every partition status above WARN reported as ERR (Burrow's evaluator
-does exactly this). Lagwatch's ERR and LOSS (committed offset below the log start: records
-were deleted under the consumer) have no partition status of their own in Burrow; both read
-as STOP, the status Burrow gives a consumer that is not consuming, so a Burrow alert on the
-group's ERR still fires.
+The statuses and their order come from lagwatch/vocabulary.py. Burrow's partition statuses are
+OK, WARN, STOP, STALL, REWIND; its group status is the worst partition status, with every
+partition status above WARN reported as ERR (Burrow's evaluator does exactly this).
+Lagwatch's ERR has no partition status of its own in Burrow; it reads as STOP, the status
+Burrow gives a consumer that is not consuming, so a Burrow alert on the group's ERR still fires.
 """
 
 from __future__ import annotations
 
+from lagwatch.vocabulary import STATUS_ORDER
+
 #: Lagwatch statuses from best to worst (the lake's `status` column); the index is the value
-#: of `lagwatch_consumergroup_status`. LOSS is listed so a lake that carries it already maps.
-SEVERITY_ORDER: tuple[str, ...] = ("OK", "WARN", "REWIND", "STALL", "STOP", "ERR", "LOSS")
+#: of `lagwatch_consumergroup_status`.
+SEVERITY_ORDER: tuple[str, ...] = STATUS_ORDER
 
 #: Burrow's StatusConstant (core/protocol/evaluator.go): the numbers its /metrics exports.
 BURROW_CODES: dict[str, int] = {"NOTFOUND": 0, "OK": 1, "WARN": 2, "ERR": 3, "STOP": 4, "STALL": 5, "REWIND": 6}
@@ -29,7 +26,6 @@ BURROW_PARTITION_STATUS: dict[str, str] = {
     "STALL": "STALL",
     "STOP": "STOP",
     "ERR": "STOP",
-    "LOSS": "STOP",
 }
 
 

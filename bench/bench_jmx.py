@@ -9,7 +9,7 @@ mapped samples served by a separate `python -m http.server` process.
 Measured: CPU (user + system) of this process per scrape, plus its waited-for children
 (jmxquery's per-scrape JVM, via RUSAGE_CHILDREN deltas). The in-process JVM of the jpype
 backend is part of this process, so its CPU is included. The double's and the HTTP server's
-CPU are not (they are the monitored side). Bar (DESIGN §7): jpype ≤ 5 ms per 100 MBeans.
+CPU are not (they are the monitored side). Bar: jpype ≤ 5 ms per 100 MBeans.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def bench_jmxquery_bisection(double: JmxDouble) -> list[Result]:
             object_name_problem(definition.object_name)
     validation_us = (time.perf_counter() - started) * 1e6 / 1000
     backend = JmxqueryBackend(JmxEndpoint("127.0.0.1", double.port, TIMEOUT_S))
-    bad = MetricDef("bad", "gauge", "", "kafka.server:type=a,name=b,c", "Value", "broker", "jar rejects it")
+    bad = MetricDef("bad", "kafka.server:type=a,name=b,c", "Value", "broker")  # the jar rejects it
     before = cpu_with_children_s()
     backend._read_batch([*definitions, bad], time.monotonic() + TIMEOUT_S, ReadResult())
     bisect_ms = (cpu_with_children_s() - before) * 1000

@@ -11,12 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from lagwatch import vocabulary
 from lagwatch.samples import Sample, make_sample
 
 
 @dataclass(frozen=True)
 class SampleFactory:
-    """Stamps cluster and collector instance on every sample a collector makes."""
+    """Stamps cluster and collector instance on every sample a collector makes.
+
+    It also refuses a metric, kind or source that :mod:`lagwatch.vocabulary` does not register,
+    so a new name fails in the collector's own tests instead of reaching rules that ignore it.
+    """
 
     cluster: str
     collector: str
@@ -35,6 +40,7 @@ class SampleFactory:
         group_id: str | None = None,
         client_id: str | None = None,
     ) -> Sample:
+        vocabulary.check_sample(metric, kind, source)
         return make_sample(
             ts=ts,
             cluster=self.cluster,

@@ -11,14 +11,10 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Literal
 
 SCHEMA_VERSION = 1
-Source = Literal["jmx", "prom", "admin", "probe", "heartbeat"]
-Kind = Literal["counter", "gauge"]
 SOURCES: tuple[str, ...] = ("jmx", "prom", "admin", "probe", "heartbeat")
 KINDS: tuple[str, ...] = ("counter", "gauge")
-LABELS: tuple[str, ...] = ("broker", "topic", "partition", "group_id", "client_id")
 
 #: Field name -> JSON type accepted, in record order. Labels may be null.
 SAMPLE_FIELDS: dict[str, str] = {
@@ -54,8 +50,8 @@ def _n(number: int | None) -> str:
 class Sample:
     """A measured value with its labels; `ts` is epoch milliseconds (UTC).
 
-    Not frozen on purpose: a frozen dataclass's __init__ costs several times more, and a big
-    cluster makes 200,000 samples a cycle. Treat instances as immutable.
+    Not frozen on purpose: a frozen dataclass's __init__ is much slower, and a big cluster makes
+    hundreds of thousands of samples a cycle (docs/performance.md). Treat instances as immutable.
     """
 
     v: int
@@ -80,7 +76,7 @@ class Sample:
         )
 
     def to_json(self) -> bytes:
-        """Compact JSON, written out by hand: 3x faster than json.dumps of a dict on the hot path."""
+        """Compact JSON, written out by hand: json.dumps of a dict is much slower on this hot path."""
         return (
             f'{{"v":{self.v},"id":{_q(self.id)},"ts":{self.ts},"cluster":{_q(self.cluster)},'
             f'"source":{_q(self.source)},"collector":{_q(self.collector)},"metric":{_q(self.metric)},'

@@ -139,3 +139,11 @@ def test_unknown_path_gives_burrows_catch_all(api: RunningApi) -> None:
     code, _, raw = api.get("/v3/nothing/here")
     assert code == 404
     assert json.loads(raw) == {"error": True, "message": "invalid request type", "result": {}}
+
+
+def test_every_lagwatch_status_has_a_burrow_partition_status() -> None:
+    from api.statuses import BURROW_CODES, BURROW_PARTITION_STATUS
+    from lagwatch.vocabulary import STATUS_ORDER
+
+    assert set(BURROW_PARTITION_STATUS) == set(STATUS_ORDER)
+    assert set(BURROW_PARTITION_STATUS.values()) <= set(BURROW_CODES)
