@@ -13,6 +13,9 @@ their own:
   (committed beyond the end the broker just reported: a reset log, or a commit racing our
   ListOffsets) is a data-quality event: no `consumer_lag`, a `consumer_lag_negative` = 1 gauge
   for that partition instead.
+- `log_start_offset` (ListOffsets earliest) is a gauge per allowed partition: retention and
+  deleteRecords move it, a recreated topic moves it back. With the committed offset it says how
+  close retention is to deleting records a group has not read yet.
 - `consumer_group_state` codes: see :data:`GROUP_STATE_CODES`.
 """
 
@@ -95,10 +98,13 @@ def cluster_samples(metadata: ClusterMetadata, topic_allowed: NameFilter, ts: in
     return samples
 
 
-def end_offset_samples(offsets: dict[tuple[str, int], int], ts: int, make: SampleFactory) -> list[Sample]:
+def partition_offset_samples(
+    metric: str, kind: str, offsets: dict[tuple[str, int], int], ts: int, make: SampleFactory
+) -> list[Sample]:
+    """One sample per (topic, partition): `log_end_offset` (counter) and `log_start_offset` (gauge)."""
     return [
-        make(ts=ts, source=SOURCE, metric="log_end_offset", kind="counter", value=end, topic=topic, partition=partition)
-        for (topic, partition), end in offsets.items()
+        make(ts=ts, source=SOURCE, metric=metric, kind=kind, value=offset, topic=topic, partition=partition)
+        for (topic, partition), offset in offsets.items()
     ]
 
 
