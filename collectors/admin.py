@@ -47,6 +47,7 @@ from collectors.admin_samples import (
 )
 from collectors.base import SampleFactory, ScrapeResult
 from lagwatch.config import Config
+from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.kafka import cluster_client_config
 from lagwatch.samples import Sample
 
@@ -108,7 +109,8 @@ class AdminCollector:
         if not self._busy.acquire(blocking=False):
             return ScrapeResult(self.name, ok=False, errors=["the previous admin cycle is still running"])
         try:
-            return self._cycle(ts_ms, make, time.monotonic() + self._config.collect.timeout_s)
+            with cyclic_gc_paused():  # a big cluster's cycle builds ~10 tracked objects per partition offset
+                return self._cycle(ts_ms, make, time.monotonic() + self._config.collect.timeout_s)
         finally:
             self._busy.release()
             if self._admin is not None:
