@@ -80,7 +80,7 @@ class BoundedRequests(Generic[Unit]):
             next_unit = next(waiting, None)
             if next_unit is not None:
                 self._start(next_unit, done, running)
-            yield unit, futures
+            yield unit, _detached(futures)
             if YIELD_GIL:
                 # The caller just spent CPU on this unit's answer while holding the GIL. librdkafka
                 # hands every answer over on one background thread that needs the GIL; without
@@ -98,6 +98,18 @@ class BoundedRequests(Generic[Unit]):
             futures = [failed_future(exc)]
         running[id(unit)] = unit
         _when_all_done(futures, lambda: done.put((unit, futures)))
+
+
+def _detached(futures: list[Future[Any]]) -> list[Future[Any]]:
+    """The futures of a completed unit, in a new list; the old one is emptied.
+
+    The futures' done-callbacks hold the old list, which holds the futures: a reference cycle
+    that would keep every answer (a group's committed offsets, say) alive until the cycle
+    collector runs. Emptied, each answer is freed as soon as the caller is done with it.
+    """
+    handed = futures.copy()
+    futures.clear()
+    return handed
 
 
 def _when_all_done(futures: list[Future[Any]], callback: Callable[[], None]) -> None:
