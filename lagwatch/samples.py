@@ -202,32 +202,12 @@ class MetricSamples:
         self.metric, self.kind = metric, kind
         self._prefix = id_prefix(cluster, source, metric, ts)
 
-    def __call__(
-        self,
-        value: float,
-        labels: str,
-        broker: str | None = None,
-        topic: str | None = None,
-        partition: int | None = None,
-        group_id: str | None = None,
-        client_id: str | None = None,
-    ) -> Sample:
+    def __call__(self, value: float, labels: str, *entity: str | int | None) -> Sample:
+        """`entity`: the label values in :data:`LABELS` order (broker, topic, partition, group_id,
+        client_id; trailing ones may be left out), `labels` their :func:`label_text`."""
         number = float(value)
         if number - number != 0.0:
             _finite(self.metric, value)  # raises, naming the metric
-        return Sample(
-            SCHEMA_VERSION,
-            hashlib.blake2b((self._prefix + labels).encode(), digest_size=12).hexdigest(),
-            self.ts,
-            self.cluster,
-            self.source,
-            self.collector,
-            self.metric,
-            self.kind,
-            number,
-            broker,
-            topic,
-            partition,
-            group_id,
-            client_id,
-        )
+        identity = hashlib.blake2b((self._prefix + labels).encode(), digest_size=12).hexdigest()
+        return Sample(SCHEMA_VERSION, identity, self.ts, self.cluster, self.source, self.collector, self.metric,
+                      self.kind, number, *entity)  # fmt: skip

@@ -106,7 +106,7 @@ def test_metric_samples_make_the_very_samples_make_sample_does(fields: dict, sam
     labels = {name: fields.pop(name, None) for name in ("broker", "topic", "partition", "group_id", "client_id")}
     value = fields.pop("value")
 
-    sample = MetricSamples(**fields)(value, label_text(*labels.values()), **labels)
+    sample = MetricSamples(**fields)(value, label_text(*labels.values()), *labels.values())
 
     assert sample == make_sample(**fields, value=value, **labels)
     assert (sample.id, sample.key()) == (sample_id, key)
