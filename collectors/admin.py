@@ -1,9 +1,10 @@
 """The admin collector: one cycle reads the cluster through the Kafka Admin API.
 
-Per cycle, within `collect.timeout_s`: cluster metadata; log-end offsets of every allowed
-partition (batched ListOffsets); the group list; committed offsets of every allowed group
-(OffsetFetch, many in flight); consumer lag from the end and committed offsets of this very
-cycle; and, if `collect.describe_groups`, each group's state and member count. The rules
+Per cycle, within `collect.timeout_s`: cluster metadata; log-end and log-start offsets of
+every allowed partition (batched ListOffsets latest and earliest); the group list; committed
+offsets of every allowed group (OffsetFetch, many in flight); consumer lag from the end and
+committed offsets of this very cycle; and, if `collect.describe_groups`, each group's state
+and member count. The rules
 that turn readings into samples are in :mod:`collectors.admin_samples`; the concurrent
 request machinery in :mod:`collectors.admin_requests`.
 
@@ -32,7 +33,7 @@ from collectors.admin_requests import (
     describe_groups,
     error_text,
     read_committed_offsets,
-    read_end_offsets,
+    read_log_offsets,
     request_timeout,
 )
 from collectors.admin_samples import (
@@ -40,12 +41,13 @@ from collectors.admin_samples import (
     LagCounts,
     NameFilter,
     cluster_samples,
-    end_offset_samples,
     group_offset_samples,
     group_state_samples,
+    partition_offset_samples,
 )
 from collectors.base import SampleFactory, ScrapeResult
 from lagwatch.config import Config
+from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.kafka import cluster_client_config
 from lagwatch.samples import Sample
 
@@ -107,7 +109,8 @@ class AdminCollector:
         if not self._busy.acquire(blocking=False):
             return ScrapeResult(self.name, ok=False, errors=["the previous admin cycle is still running"])
         try:
-            return self._cycle(ts_ms, make, time.monotonic() + self._config.collect.timeout_s)
+            with cyclic_gc_paused():  # a big cluster's cycle builds ~10 tracked objects per partition offset
+                return self._cycle(ts_ms, make, time.monotonic() + self._config.collect.timeout_s)
         finally:
             self._busy.release()
             if self._admin is not None:
@@ -135,24 +138,22 @@ class AdminCollector:
             if self._topic_allowed(topic)
             for partition in topic_meta.partitions
         ]
-        ends = self._end_offsets(cycle, partitions)
-        samples.extend(end_offset_samples(ends, ts, make))
+        ends, starts = self._log_offsets(cycle, partitions)
+        samples.extend(partition_offset_samples("log_end_offset", "counter", ends, ts, make))
+        samples.extend(partition_offset_samples("log_start_offset", "gauge", starts, ts, make))
         listings = self._group_listings(cycle, listed)
         samples.extend(self._group_offsets(cycle, sorted(listings), ends))
         samples.extend(self._group_states(cycle, listings))
         cycle.log_summary(self.name, len(partitions), len(listings), time.monotonic() - started)
         return ScrapeResult(self.name, ok=True, samples=samples, errors=cycle.errors.result())
 
-    def _end_offsets(self, cycle: _Cycle, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    def _log_offsets(self, cycle: _Cycle, partitions: list[tuple[str, int]]) -> tuple[Offsets, Offsets]:
+        """End and start offsets per partition (each without the partitions that failed)."""
         collect = self._config.collect
-        ends = read_end_offsets(
+        read = read_log_offsets(
             cycle.admin, partitions, collect.list_offsets_batch, collect.admin_concurrency, cycle.deadline
         )
-        for (topic, partition), error in ends.errors.items():
-            cycle.errors.add(f"log_end_offset {topic}[{partition}]: {error}")
-        if ends.unfinished:
-            cycle.errors.add(f"log_end_offset: {ends.unfinished} partition(s) not answered within the timeout")
-        return {key: info.offset for key, info in ends.answers.items()}
+        return _offsets(cycle, "log_end_offset", read.ends), _offsets(cycle, "log_start_offset", read.starts)
 
     def _group_listings(self, cycle: _Cycle, listed: Future[Any]) -> dict[str, ConsumerGroupState | None]:
         """Allowed group ids with the state ListGroups reported (None where it did not)."""
@@ -215,6 +216,17 @@ class AdminCollector:
             members = len(description.members or []) if description is not None else None
             samples.extend(group_state_samples(group_id, state or listed_state, members, cycle.ts, cycle.make))
         return samples
+
+
+Offsets = dict[tuple[str, int], int]
+
+
+def _offsets(cycle: _Cycle, metric: str, reads: KeyedReads[tuple[str, int], Any]) -> Offsets:
+    for (topic, partition), error in reads.errors.items():
+        cycle.errors.add(f"{metric} {topic}[{partition}]: {error}")
+    if reads.unfinished:
+        cycle.errors.add(f"{metric}: {reads.unfinished} partition(s) not answered within the timeout")
+    return {key: info.offset for key, info in reads.answers.items()}
 
 
 def _known_state(state: object) -> ConsumerGroupState | None:

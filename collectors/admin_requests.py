@@ -80,7 +80,7 @@ class BoundedRequests(Generic[Unit]):
             next_unit = next(waiting, None)
             if next_unit is not None:
                 self._start(next_unit, done, running)
-            yield unit, futures
+            yield unit, _detached(futures)
             if YIELD_GIL:
                 # The caller just spent CPU on this unit's answer while holding the GIL. librdkafka
                 # hands every answer over on one background thread that needs the GIL; without
@@ -98,6 +98,18 @@ class BoundedRequests(Generic[Unit]):
             futures = [failed_future(exc)]
         running[id(unit)] = unit
         _when_all_done(futures, lambda: done.put((unit, futures)))
+
+
+def _detached(futures: list[Future[Any]]) -> list[Future[Any]]:
+    """The futures of a completed unit, in a new list; the old one is emptied.
+
+    The futures' done-callbacks hold the old list, which holds the futures: a reference cycle
+    that would keep every answer (a group's committed offsets, say) alive until the cycle
+    collector runs. Emptied, each answer is freed as soon as the caller is done with it.
+    """
+    handed = futures.copy()
+    futures.clear()
+    return handed
 
 
 def _when_all_done(futures: list[Future[Any]], callback: Callable[[], None]) -> None:
@@ -139,7 +151,15 @@ class KeyedReads(Generic[Key, Answer]):
 
     answers: dict[Key, Answer] = field(default_factory=dict)
     errors: dict[Key, str] = field(default_factory=dict)
-    unfinished: int = 0
+    unfinished_keys: list[Key] = field(default_factory=list)
+
+    @property
+    def unfinished(self) -> int:
+        return len(self.unfinished_keys)
+
+
+def in_batches(keys: list[Key], batch: int) -> list[list[Key]]:
+    return [keys[i : i + batch] for i in range(0, len(keys), batch)]
 
 
 def read_in_batches(
@@ -147,7 +167,13 @@ def read_in_batches(
 ) -> KeyedReads[Key, Any]:
     """`submit(chunk)` returns one future per key of the chunk, in the chunk's order (as the
     AdminClient's futmaps do); `batch` keys per request, `limit` requests in flight."""
-    batches = [keys[i : i + batch] for i in range(0, len(keys), batch)]
+    return read_batches(in_batches(keys, batch), submit, limit, deadline)
+
+
+def read_batches(
+    batches: list[list[Key]], submit: Callable[[list[Key]], list[Future[Any]]], limit: int, deadline: float
+) -> KeyedReads[Key, Any]:
+    """read_in_batches for batches the caller cut itself (e.g. two kinds of request interleaved)."""
     result: KeyedReads[Key, Any] = KeyedReads()
     requests = BoundedRequests(batches, submit, limit, deadline)
     for chunk, futures in requests:
@@ -161,20 +187,52 @@ def read_in_batches(
                 result.errors[key] = error_text(exc)
             else:
                 result.answers[key] = future.result()
-    result.unfinished = sum(len(chunk) for chunk in requests.unfinished)
+    result.unfinished_keys = [key for chunk in requests.unfinished for key in chunk]
     return result
 
 
-def read_end_offsets(
-    admin: AdminClient, partitions: list[tuple[str, int]], batch: int, limit: int, deadline: float
-) -> KeyedReads[tuple[str, int], Any]:
-    """ListOffsets(latest): answers are ListOffsetsResultInfo (`.offset`) per (topic, partition)."""
+Partition = tuple[str, int]
+#: ListOffsets specs read each cycle, by name: the log end (high watermark) and the log start.
+OFFSET_SPECS: dict[str, Callable[[], OffsetSpec]] = {"latest": OffsetSpec.latest, "earliest": OffsetSpec.earliest}
 
-    def submit(chunk: list[tuple[str, int]]) -> list[Future[Any]]:
-        request = {TopicPartition(topic, partition): OffsetSpec.latest() for topic, partition in chunk}
+
+@dataclass
+class LogOffsets:
+    """Log-end (`latest`) and log-start (`earliest`) answers: ListOffsetsResultInfo per partition."""
+
+    ends: KeyedReads[Partition, Any]
+    starts: KeyedReads[Partition, Any]
+
+
+def read_log_offsets(
+    admin: AdminClient, partitions: list[Partition], batch: int, limit: int, deadline: float
+) -> LogOffsets:
+    """ListOffsets latest and earliest of every partition, `batch` partitions per request.
+
+    Both kinds of request share one bound of `limit` in flight and one deadline, interleaved
+    batch by batch, so the log start costs no extra wait on top of the end offsets.
+    """
+
+    def submit(chunk: list[tuple[str, str, int]]) -> list[Future[Any]]:
+        request = {TopicPartition(topic, partition): OFFSET_SPECS[spec]() for spec, topic, partition in chunk}
         return list(admin.list_offsets(request, request_timeout=request_timeout(deadline)).values())
 
-    return read_in_batches(partitions, submit, batch, limit, deadline)
+    batches = [
+        [(spec, topic, partition) for topic, partition in chunk]
+        for chunk in in_batches(partitions, batch)
+        for spec in OFFSET_SPECS
+    ]
+    reads = read_batches(batches, submit, limit, deadline)
+    return LogOffsets(ends=_of_spec(reads, "latest"), starts=_of_spec(reads, "earliest"))
+
+
+def _of_spec(reads: KeyedReads[tuple[str, str, int], Any], spec: str) -> KeyedReads[Partition, Any]:
+    """One spec's part of a mixed read, keyed by (topic, partition)."""
+    return KeyedReads(
+        answers={(topic, partition): info for (kind, topic, partition), info in reads.answers.items() if kind == spec},
+        errors={(topic, partition): text for (kind, topic, partition), text in reads.errors.items() if kind == spec},
+        unfinished_keys=[(topic, partition) for kind, topic, partition in reads.unfinished_keys if kind == spec],
+    )
 
 
 def describe_groups(

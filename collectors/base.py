@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from lagwatch import vocabulary
-from lagwatch.samples import Sample, make_sample
+from lagwatch.samples import MetricSamples, Sample, make_sample
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,12 @@ class SampleFactory:
             group_id=group_id,
             client_id=client_id,
         )
+
+    def metric(self, *, ts: int, source: str, metric: str, kind: str) -> MetricSamples:
+        """A maker for many samples of one metric and timestamp (the admin collector's offsets)."""
+        vocabulary.check_sample(metric, kind, source)
+        return MetricSamples(ts=ts, cluster=self.cluster, source=source, collector=self.collector, metric=metric,
+                             kind=kind)  # fmt: skip
 
 
 @dataclass

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from confluent_kafka import KafkaError, Producer
 
 from lagwatch.config import Config
+from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.kafka import producer_config
 from lagwatch.samples import Sample
 
@@ -57,24 +58,43 @@ class SamplePublisher:
         self._producer = Producer(settings)
 
     def publish(self, samples: Iterable[Sample]) -> int:
-        """Queue every sample; blocks (serving deliveries) while the buffer is full."""
-        queued = 0
-        for sample in samples:
-            self._produce(sample)
-            queued += 1
+        """Queue every sample; blocks (serving deliveries) while the buffer is full.
+
+        The loop runs once per sample of a cycle, so it binds what it calls once and counts
+        `produced` once at the end, and the cycle collector is paused (the samples it would
+        scan again and again are freed by reference counting).
+        """
+        topic, produce, delivered = self.topic, self._producer.produce, self._on_delivery
+        queued = counted = 0
+        with cyclic_gc_paused():
+            try:
+                for sample in samples:
+                    value, key = sample.to_json(), sample.key()
+                    try:
+                        produce(topic, value=value, key=key, on_delivery=delivered)
+                    except BufferError:
+                        counted = self._count_produced(queued, counted)  # deliveries get counted while we wait
+                        self._produce_when_room(value, key)
+                    queued += 1
+            finally:
+                self._count_produced(queued, counted)
         self._producer.poll(0)
         return queued
 
-    def _produce(self, sample: Sample) -> None:
-        value, key = sample.to_json(), sample.key()
+    def _produce_when_room(self, value: bytes, key: bytes) -> None:
         while True:
+            self._producer.poll(0.1)  # buffer full: wait for deliveries, never drop
             try:
                 self._producer.produce(self.topic, value=value, key=key, on_delivery=self._on_delivery)
-                break
+                return
             except BufferError:
-                self._producer.poll(0.1)  # buffer full: wait for deliveries, never drop
+                continue
+
+    def _count_produced(self, queued: int, counted: int) -> int:
+        """Add the samples queued since the last count; returns the new total counted."""
         with self._lock:
-            self.counts.produced += 1
+            self.counts.produced += queued - counted
+        return queued
 
     def _on_delivery(self, err: KafkaError | None, _msg: object) -> None:
         with self._lock:

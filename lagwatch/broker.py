@@ -18,8 +18,10 @@ from types import TracebackType
 
 log = logging.getLogger(__name__)
 
-#: librdkafka settings for clients of tansu. tansu reports a wrong high watermark for
-#: multi-record batches (docs/architecture.md), so producers send one record per batch.
+#: librdkafka settings for producers to tansu. tansu reports a wrong high watermark for
+#: multi-record batches (docs/architecture.md), so producers send one record per batch. Only
+#: the embedded path applies them (`lagwatch.kafka.use_embedded_broker`, the demo on tansu);
+#: producers to a configured cluster batch as usual.
 TANSU_PRODUCER_SETTINGS = {"batch.num.messages": "1"}
 
 

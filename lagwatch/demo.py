@@ -7,8 +7,8 @@ jumps back). A broker-JMX simulator serves Prometheus exporter text whose counte
 demo's real produce and consume counts; it is labelled as simulated everywhere (broker id
 `sim-1`), because tansu has no JMX of its own.
 
-On the embedded tansu, records go out one per produce batch so that tansu reports true end
-offsets (it miscounts multi-record batches); on a real cluster the producer batches as usual.
+On the embedded tansu, records go out one per produce batch so tansu reports true end offsets
+(docs/architecture.md); on a real cluster the demo's producer batches as any producer does.
 Groups commit with explicit offsets and no group membership (assign, not subscribe): their
 behaviour is then exact and deterministic, and Kafka lists them as empty groups, which
 Lagwatch keeps evaluating.
@@ -82,14 +82,14 @@ class DemoCounters:
 class DemoWorkload:
     """Produces to the demo topics and commits for the demo groups, one tick per second."""
 
-    def __init__(self, config: Config, single_record_batches: bool = False) -> None:
+    def __init__(self, config: Config, embedded: bool = False) -> None:
         self.settings = cluster_client_config(config)
         self.rate = config.demo.rate
         self.counters = DemoCounters()
         self._end: dict[tuple[str, int], int] = {}
         self._committed: dict[tuple[str, str, int], int] = {}
-        batching = {**TANSU_PRODUCER_SETTINGS, "linger.ms": 0} if single_record_batches else {"linger.ms": 5}
-        self._producer = Producer({**self.settings, **batching, "acks": "all"})
+        tansu = {**TANSU_PRODUCER_SETTINGS, "linger.ms": 0} if embedded else {}
+        self._producer = Producer({**self.settings, "acks": "all", **tansu})
         self._committers: dict[str, Consumer] = {}
         self._tick = 0
         self.ticks = 0
@@ -221,10 +221,10 @@ def serve_exporter(counters: DemoCounters, port: int) -> ThreadingHTTPServer:
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
-    on_tansu = config.embedded_broker  # decided before cluster_for points the config at a broker
+    embedded = config.embedded_broker  # before cluster_for fills in the embedded broker's address
     with cluster_for(config) as config:
         check_reachable(cluster_client_config(config))
-        workload = DemoWorkload(config, single_record_batches=on_tansu)
+        workload = DemoWorkload(config, embedded)
         workload.setup()
         server = serve_exporter(workload.counters, config.demo.jmx_sim_port)
         log.info(

@@ -35,15 +35,7 @@ SAMPLE_FIELDS: dict[str, str] = {
 }
 
 
-_encode_string = json.encoder.encode_basestring_ascii  # C-accelerated JSON string quoting
-
-
-def _q(text: str | None) -> str:
-    return "null" if text is None else _encode_string(text)
-
-
-def _n(number: int | None) -> str:
-    return "null" if number is None else str(number)
+_quote = json.encoder.encode_basestring_ascii  # C-accelerated JSON string quoting
 
 
 @dataclass(slots=True)
@@ -78,10 +70,14 @@ class Sample:
     def to_json(self) -> bytes:
         """Compact JSON, written out by hand: json.dumps of a dict is much slower on this hot path."""
         return (
-            f'{{"v":{self.v},"id":{_q(self.id)},"ts":{self.ts},"cluster":{_q(self.cluster)},'
-            f'"source":{_q(self.source)},"collector":{_q(self.collector)},"metric":{_q(self.metric)},'
-            f'"kind":{_q(self.kind)},"value":{self.value!r},"broker":{_q(self.broker)},"topic":{_q(self.topic)},'
-            f'"partition":{_n(self.partition)},"group_id":{_q(self.group_id)},"client_id":{_q(self.client_id)}}}'
+            f'{{"v":{self.v},"id":{_quote(self.id)},"ts":{self.ts},"cluster":{_quote(self.cluster)},'
+            f'"source":{_quote(self.source)},"collector":{_quote(self.collector)},"metric":{_quote(self.metric)},'
+            f'"kind":{_quote(self.kind)},"value":{self.value!r},'
+            f'"broker":{"null" if self.broker is None else _quote(self.broker)},'
+            f'"topic":{"null" if self.topic is None else _quote(self.topic)},'
+            f'"partition":{"null" if self.partition is None else self.partition},'
+            f'"group_id":{"null" if self.group_id is None else _quote(self.group_id)},'
+            f'"client_id":{"null" if self.client_id is None else _quote(self.client_id)}}}'
         ).encode()
 
 
@@ -94,14 +90,54 @@ def sample_key(
     group_id: str | None = None,
     client_id: str | None = None,
 ) -> bytes:
-    entity = "|".join("" if part is None else str(part) for part in (broker, topic, partition, group_id, client_id))
-    return f"{cluster}|{source}|{entity}".encode()
+    return (
+        f"{cluster}|{source}|{'' if broker is None else broker}|{'' if topic is None else topic}|"
+        f"{'' if partition is None else partition}|{'' if group_id is None else group_id}|"
+        f"{'' if client_id is None else client_id}"
+    ).encode()
+
+
+def id_prefix(cluster: str, source: str, metric: str, ts: int) -> str:
+    """The measurement's part of the hashed id text (the labels' part follows it)."""
+    return f"{cluster}\x1f{source}\x1f{metric}\x1f{ts}"
+
+
+def label_text(
+    broker: object = None,
+    topic: object = None,
+    partition: object = None,
+    group_id: object = None,
+    client_id: object = None,
+) -> str:
+    """The labels' part of the hashed id text: each label after a unit separator, None as empty."""
+    return (
+        f"\x1f{'' if broker is None else broker}\x1f{'' if topic is None else topic}"
+        f"\x1f{'' if partition is None else partition}\x1f{'' if group_id is None else group_id}"
+        f"\x1f{'' if client_id is None else client_id}"
+    )  # fmt: skip
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
 def sample_id(cluster: str, source: str, metric: str, ts: int, labels: tuple[object, ...]) -> str:
     """Deterministic id: the same measurement produced twice has the same id."""
-    text = f"{cluster}\x1f{source}\x1f{metric}\x1f{ts}" + "".join("\x1f" if x is None else f"\x1f{x}" for x in labels)
-    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+    return _digest(id_prefix(cluster, source, metric, ts) + label_text(*labels))
+
+
+def _checked(source: str, kind: str) -> None:
+    if source not in SOURCES:
+        raise ValueError(f"unknown sample source {source!r}")
+    if kind not in KINDS:
+        raise ValueError(f"unknown sample kind {kind!r}")
+
+
+def _finite(metric: str, value: float) -> float:
+    number = float(value)
+    if number - number != 0.0:  # NaN or ±inf (faster than math.isfinite on the hot path)
+        raise ValueError(f"{metric}: value {value!r} is not finite")
+    return number
 
 
 def make_sample(
@@ -120,13 +156,8 @@ def make_sample(
     client_id: str | None = None,
 ) -> Sample:
     """Build a sample; refuses NaN/inf so a bad reading fails at the source, not in the lake."""
-    if source not in SOURCES:
-        raise ValueError(f"unknown sample source {source!r}")
-    if kind not in KINDS:
-        raise ValueError(f"unknown sample kind {kind!r}")
-    number = float(value)
-    if number - number != 0.0:  # NaN or ±inf (faster than math.isfinite on the hot path)
-        raise ValueError(f"{metric}: value {value!r} is not finite")
+    _checked(source, kind)
+    number = _finite(metric, value)
     labels = (broker, topic, partition, group_id, client_id)
     return Sample(
         SCHEMA_VERSION,
@@ -144,3 +175,31 @@ def make_sample(
         group_id,
         client_id,
     )
+
+
+class MetricSamples:
+    """make_sample for many samples of one metric, source and timestamp (a cycle's committed
+    offsets, say): the checks and the id's prefix are done once, and the caller passes each
+    entity's :func:`label_text` in, computed once for all the metrics of that entity.
+
+    Same samples, ids included, as make_sample with the same arguments; labels must already
+    have their types (broker str, partition int).
+    """
+
+    __slots__ = ("_prefix", "cluster", "collector", "kind", "metric", "source", "ts")
+
+    def __init__(self, *, ts: int, cluster: str, source: str, collector: str, metric: str, kind: str) -> None:
+        _checked(source, kind)
+        self.ts, self.cluster, self.source, self.collector = int(ts), cluster, source, collector
+        self.metric, self.kind = metric, kind
+        self._prefix = id_prefix(cluster, source, metric, ts)
+
+    def __call__(self, value: float, labels: str, *entity: str | int | None) -> Sample:
+        """`entity`: the label values in :data:`LABELS` order (broker, topic, partition, group_id,
+        client_id; trailing ones may be left out), `labels` their :func:`label_text`."""
+        number = float(value)
+        if number - number != 0.0:
+            _finite(self.metric, value)  # raises, naming the metric
+        identity = hashlib.blake2b((self._prefix + labels).encode(), digest_size=12).hexdigest()
+        return Sample(SCHEMA_VERSION, identity, self.ts, self.cluster, self.source, self.collector, self.metric,
+                      self.kind, number, *entity)  # fmt: skip

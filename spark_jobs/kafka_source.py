@@ -29,7 +29,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import functools
-import gc
 import json
 import logging
 import time
@@ -41,6 +40,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
+from lagwatch.gc_pause import cyclic_gc_paused
 from spark_jobs.schema import KAFKA_RECORD_SCHEMA
 
 log = logging.getLogger(__name__)
@@ -377,7 +377,9 @@ def read_range(options: SourceOptions, part: KafkaRangePartition) -> Iterator[An
 
     consumer = _consumer(options.client)
     batch = _ArrowBatch(part.topic, part.partition)
-    with _cyclic_gc_paused(), contextlib.closing(consumer):
+    # About ten tracked objects per record (docs/rollups.md has what the pause saves); a read
+    # makes no reference cycles of its own.
+    with cyclic_gc_paused(), contextlib.closing(consumer):
         consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
         position, last_progress = part.start, time.monotonic()
         while position < part.end:
@@ -401,26 +403,6 @@ def read_range(options: SourceOptions, part: KafkaRangePartition) -> Iterator[An
                 yield _handed_over(batch.flush(), options)
         if batch.rows:
             yield _handed_over(batch.flush(), options)
-
-
-@contextlib.contextmanager
-def _cyclic_gc_paused() -> Iterator[None]:
-    """Python's cycle collector off for one range read (reference counting still frees everything).
-
-    Why: a read allocates about ten tracked objects per record (librdkafka messages, timestamp
-    tuples, list growth), so the collector runs every few hundred records and, as the read's
-    lists age, ever more full passes over the worker's whole heap (a quarter of the read's CPU,
-    docs/performance.md). The read makes no reference cycles of its own
-    (``gc.collect()`` after a read of 45,000 records finds nothing); any that others make are
-    collected once it ends.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _in_range(messages: list[Any], part: KafkaRangePartition, servers: str) -> tuple[list[Any], list[int], bool]:

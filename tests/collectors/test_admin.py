@@ -1,8 +1,7 @@
-"""Admin collector against the real tansu broker: offsets, lag, groups, filters, failure.
+"""Admin collector against the real Kafka broker: offsets, lag, groups, retention, filters, failure.
 
-tansu workarounds (docs/architecture.md), arranged here and not in the product: records are produced one
-per batch (the `kafka` fixture does that) so ListOffsets "latest" is exact, and the consuming
-group uses session.timeout.ms = 6000 because a tansu group join takes about half of it.
+Records are produced with ordinary batching (the `kafka` fixture), as any producer does: the
+lag asserted here is exact on real Kafka, with no single-record batches anywhere.
 """
 
 from __future__ import annotations
@@ -13,16 +12,33 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewPartitions,
+    NewTopic,
+    OffsetSpec,
+)
 
 from collectors.admin import AdminCollector
 from collectors.admin_samples import GROUP_STATE_CODES
 from collectors.base import SampleFactory, ScrapeResult
-from lagwatch.broker import EmbeddedBroker, free_port
+from lagwatch.broker import free_port
 from lagwatch.config import Config, parse_config
 from tests.fixtures.kafka_workload import KafkaWorkload
+from tests.fixtures.real_kafka import RealKafkaBroker
 
 MAKE = SampleFactory(cluster="test", collector="test-instance")
 PRODUCED = {0: 334, 1: 333, 2: 333}
+
+
+#: Retention test topic: 1 KB segments that expire one second after their newest record. A
+#: 30-record batch is ≈ 530 bytes, so each batch gets a segment of its own (a batch larger than
+#: segment.bytes would be refused).
+RETENTION_TOPIC_CONFIG = {"segment.bytes": "1024", "retention.ms": "1000"}
+RETENTION_BATCHES, RETENTION_BATCH = 6, 30
 
 
 def collect_once(config: Config) -> ScrapeResult:
@@ -50,7 +66,6 @@ def consume_and_commit(bootstrap: str, group_id: str, topic: str, count: int) ->
             "group.id": group_id,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
-            "session.timeout.ms": 6000,  # tansu: a join takes about half of this
         }
     )
     consumer.subscribe([topic])
@@ -71,7 +86,7 @@ def consume_and_commit(bootstrap: str, group_id: str, topic: str, count: int) ->
 
 @pytest.mark.slow
 def test_lag_per_partition_is_exact_and_sums_to_600(
-    make_config: Callable[..., Config], kafka: KafkaWorkload, broker: EmbeddedBroker, unique: Callable[[str], str]
+    make_config: Callable[..., Config], kafka: KafkaWorkload, broker: RealKafkaBroker, unique: Callable[[str], str]
 ) -> None:
     topic, group = unique("lag-topic"), unique("lag-group")
     kafka.create_topic(topic, 3)
@@ -217,3 +232,132 @@ def test_describe_groups_off_sends_no_member_counts_but_keeps_the_lag(
     assert result.ok, result.errors
     assert values(result, "consumer_lag", group_id=group) == {(group, topic, 0): 5.0}
     assert values(result, "consumer_group_members") == {}
+
+
+def earliest_offset(admin: AdminClient, topic: str, partition: int) -> int:
+    """What the broker itself reports as the log start (ListOffsets earliest)."""
+    tp = TopicPartition(topic, partition)
+    return int(admin.list_offsets({tp: OffsetSpec.earliest()})[tp].result(10).offset)
+
+
+def wait_for(condition: Callable[[], bool], what: str, bound_s: float = 60) -> None:
+    """Wait for the broker to reach a state (a bound on the wait, not a timed assertion)."""
+    give_up = time.monotonic() + bound_s
+    while not condition():
+        assert time.monotonic() < give_up, f"the broker never got there: {what}"
+        time.sleep(0.2)
+
+
+def test_log_start_offset_is_what_the_broker_reports_after_retention_deleted_segments(
+    make_config: Callable[..., Config], kafka: KafkaWorkload, broker: RealKafkaBroker, unique: Callable[[str], str]
+) -> None:
+    topic = unique("retention-topic")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1, config=RETENTION_TOPIC_CONFIG)])[topic].result(10)
+    for _ in range(RETENTION_BATCHES):  # one flush per batch: several segments
+        kafka.produce(topic, {0: RETENTION_BATCH})
+    produced = RETENTION_BATCHES * RETENTION_BATCH
+    wait_for(lambda: earliest_offset(admin, topic, 0) == produced, "retention deleted every expired segment")
+    # Keep what comes next: the log start stays put while the end moves on.
+    keep = ConfigResource("topic", topic, incremental_configs=[
+        ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)])  # fmt: skip
+    admin.incremental_alter_configs([keep])[keep].result(10)
+    kafka.produce(topic, {0: 7})
+
+    result = collect_once(make_config())
+
+    assert result.ok, result.errors
+    broker_says = earliest_offset(admin, topic, 0)
+    assert values(result, "log_start_offset", topic=topic) == {(None, topic, 0): float(broker_says)}
+    assert broker_says == produced > 0
+    assert values(result, "log_end_offset", topic=topic) == {(None, topic, 0): float(produced + 7)}
+    kinds = {s.kind for s in result.samples if s.metric == "log_start_offset"}
+    assert kinds == {"gauge"}
+
+
+def test_log_start_offset_is_zero_where_nothing_was_deleted(
+    make_config: Callable[..., Config], kafka: KafkaWorkload, unique: Callable[[str], str]
+) -> None:
+    topic = unique("kept-topic")
+    kafka.create_topic(topic, 2)
+    kafka.produce(topic, {0: 12, 1: 0})
+
+    result = collect_once(make_config())
+
+    assert values(result, "log_start_offset", topic=topic) == {(None, topic, 0): 0.0, (None, topic, 1): 0.0}
+
+
+def test_a_deleted_group_is_no_longer_reported(
+    make_config: Callable[..., Config], kafka: KafkaWorkload, broker: RealKafkaBroker, unique: Callable[[str], str]
+) -> None:
+    topic, gone, kept = unique("groups-topic"), unique("gone-group"), unique("kept-group")
+    kafka.create_topic(topic, 1)
+    kafka.produce(topic, {0: 9})
+    kafka.commit(gone, topic, {0: 2})
+    kafka.commit(kept, topic, {0: 5})
+    config = make_config()
+    collector = AdminCollector(config)
+    try:
+        before = collector.collect(1_700_000_000_000, MAKE)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.delete_consumer_groups([gone])[gone].result(10)
+        after = collector.collect(1_700_000_060_000, MAKE)
+    finally:
+        collector.close()
+
+    assert values(before, "consumer_lag", group_id=gone) == {(gone, topic, 0): 7.0}
+    assert after.ok and after.errors == []
+    assert [s for s in after.samples if s.group_id == gone] == []
+    assert values(after, "consumer_lag", group_id=kept) == {(kept, topic, 0): 4.0}
+
+
+def test_partitions_added_to_a_topic_are_read_in_the_next_cycle_with_exact_lag(
+    make_config: Callable[..., Config], kafka: KafkaWorkload, broker: RealKafkaBroker, unique: Callable[[str], str]
+) -> None:
+    topic, group = unique("growing-topic"), unique("growing-group")
+    kafka.create_topic(topic, 2)
+    kafka.produce(topic, {0: 10, 1: 10})
+    kafka.commit(group, topic, {0: 4, 1: 10})
+    collector = AdminCollector(make_config())  # one collector, one kept AdminClient across both cycles
+    try:
+        before = collector.collect(1_700_000_000_000, MAKE)
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin.create_partitions([NewPartitions(topic, 4)])[topic].result(10)
+        wait_for(lambda: len(admin.list_topics(topic, timeout=10).topics[topic].partitions) == 4, "4 partitions")
+        kafka.produce(topic, {2: 30, 3: 40})
+        kafka.commit(group, topic, {2: 25})  # partition 3: not consumed yet
+        after = collector.collect(1_700_000_060_000, MAKE)
+    finally:
+        collector.close()
+
+    assert set(values(before, "log_end_offset", topic=topic)) == {(None, topic, 0), (None, topic, 1)}
+    assert after.ok and after.errors == []
+    assert values(after, "log_end_offset", topic=topic) == {
+        (None, topic, 0): 10.0, (None, topic, 1): 10.0, (None, topic, 2): 30.0, (None, topic, 3): 40.0,
+    }  # fmt: skip
+    assert values(after, "topic_partitions", topic=topic) == {(None, topic, None): 4.0}
+    assert values(after, "consumer_lag", group_id=group) == {
+        (group, topic, 0): 6.0, (group, topic, 1): 0.0, (group, topic, 2): 5.0,
+    }  # fmt: skip
+
+
+def test_a_topic_deleted_under_a_group_leaves_the_groups_other_topics_exact(
+    make_config: Callable[..., Config], kafka: KafkaWorkload, broker: RealKafkaBroker, unique: Callable[[str], str]
+) -> None:
+    deleted, remaining, group = unique("deleted-topic"), unique("remaining-topic"), unique("orphan-group")
+    kafka.create_topic(deleted, 2)
+    kafka.create_topic(remaining, 1)
+    kafka.produce(deleted, {0: 5, 1: 5})
+    kafka.produce(remaining, {0: 8})
+    kafka.commit(group, deleted, {0: 1, 1: 2})
+    kafka.commit(group, remaining, {0: 3})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.delete_topics([deleted])[deleted].result(10)
+    wait_for(lambda: deleted not in admin.list_topics(timeout=10).topics, f"{deleted} gone from the metadata")
+
+    result = collect_once(make_config())
+
+    assert result.ok and result.errors == []
+    assert [s for s in result.samples if s.topic == deleted] == []
+    assert values(result, "consumer_lag", group_id=group) == {(group, remaining, 0): 5.0}
+    assert values(result, "committed_offset", group_id=group) == {(group, remaining, 0): 3.0}

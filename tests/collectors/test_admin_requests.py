@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from concurrent.futures import Future, ThreadPoolExecutor
 
 from confluent_kafka import KafkaError, KafkaException
 
 from collectors.admin_requests import BoundedRequests, error_text
+from lagwatch.gc_pause import cyclic_gc_paused
 
 
 def test_in_flight_never_exceeds_the_limit_and_every_unit_completes_once() -> None:
@@ -70,3 +72,25 @@ def test_a_submit_that_fails_locally_is_a_failed_unit_not_a_crash() -> None:
     [(unit, (future,))] = list(BoundedRequests(["x"], submit, 1, time.monotonic() + 60))
 
     assert unit == "x" and "bad request" in error_text(future.exception())
+
+
+class Answer:
+    """Stands in for a broker's answer (a group's committed offsets)."""
+
+
+def test_an_answer_is_freed_once_used_no_reference_cycle_keeps_it() -> None:
+    kept: list[weakref.ref[Answer]] = []
+
+    def submit(unit: int) -> list[Future[Answer]]:
+        futures: list[Future[Answer]] = [Future() for _ in range(1 + unit % 2)]  # one and two futures per unit
+        for future in futures:
+            answer = Answer()
+            kept.append(weakref.ref(answer))
+            threading.Timer(0.001, future.set_result, (answer,)).start()
+        return futures
+
+    with cyclic_gc_paused():  # only reference counting may free them
+        for _unit, futures in BoundedRequests(range(6), submit, 2, time.monotonic() + 60):
+            assert all(isinstance(f.result(), Answer) for f in futures)
+        del futures
+        assert len(kept) == 9 and [ref() for ref in kept] == [None] * 9

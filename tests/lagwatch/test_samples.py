@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 import pytest
 
-from lagwatch.samples import SAMPLE_FIELDS, make_sample
+from lagwatch.samples import SAMPLE_FIELDS, MetricSamples, label_text, make_sample
 
 
 def _sample(**overrides: object):  # type: ignore[no-untyped-def]
@@ -56,3 +56,65 @@ def test_unknown_source_or_kind_is_refused() -> None:
         _sample(source="snmp")
     with pytest.raises(ValueError, match="kind"):
         _sample(kind="histogram")
+
+
+#: Ids, keys and JSON of these measurements as the first collectors wrote them. An id that
+#: changed would make a replayed sample count twice, so any change here is a contract break.
+PINNED = [
+    (
+        dict(metric="consumer_lag", kind="gauge", value=42.0, group_id="billing", topic="orders", partition=3),
+        "e83b536ba5ce7a5eaff48636",
+        b"prod|admin||orders|3|billing|",
+    ),
+    (
+        dict(metric="log_end_offset", kind="counter", value=7, topic="orders", partition=0),
+        "f067a50ea7938a47ddb7a13f",
+        b"prod|admin||orders|0||",
+    ),
+    (
+        dict(ts=5, cluster="c", source="jmx", collector="x", metric="messages_in_total", kind="counter", value=1.5,
+             broker="1"),
+        "8e90c2a532fc845de9fabb46",
+        b"c|jmx|1||||",
+    ),
+    (
+        dict(ts=5, cluster="c", source="heartbeat", collector="x", metric="up", kind="gauge", value=1,
+             client_id="ünï\u001fcode", topic=""),
+        "2d3ebefb66f2c2334fa4356f",
+        "c|heartbeat|||||ünï\u001fcode".encode(),
+    ),
+    (
+        dict(ts=1_700_000_000_123, cluster='we"ird', source="admin", collector="x", metric="consumer_group_state",
+             kind="gauge", value=2, group_id="g|1"),
+        "b63b1346526d2aaeb2f300dc",
+        b'we"ird|admin||||g|1|',
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("fields", "sample_id", "key"), PINNED)
+def test_ids_and_keys_are_exactly_the_ones_written_before(fields: dict, sample_id: str, key: bytes) -> None:
+    sample = _sample(**{"group_id": None, "topic": None, "partition": None, **fields})
+    assert sample.id == sample_id
+    assert sample.key() == key
+    assert json.loads(sample.to_json()) == asdict(sample)
+
+
+@pytest.mark.parametrize(("fields", "sample_id", "key"), PINNED)
+def test_metric_samples_make_the_very_samples_make_sample_does(fields: dict, sample_id: str, key: bytes) -> None:
+    fields = {**dict(ts=1_700_000_000_000, cluster="prod", source="admin", collector="c-1"), **fields}
+    labels = {name: fields.pop(name, None) for name in ("broker", "topic", "partition", "group_id", "client_id")}
+    value = fields.pop("value")
+
+    sample = MetricSamples(**fields)(value, label_text(*labels.values()), *labels.values())
+
+    assert sample == make_sample(**fields, value=value, **labels)
+    assert (sample.id, sample.key()) == (sample_id, key)
+
+
+def test_metric_samples_refuse_what_make_sample_refuses() -> None:
+    with pytest.raises(ValueError, match="kind"):
+        MetricSamples(ts=1, cluster="c", source="admin", collector="x", metric="m", kind="histogram")
+    lag = MetricSamples(ts=1, cluster="c", source="admin", collector="x", metric="consumer_lag", kind="gauge")
+    with pytest.raises(ValueError, match="consumer_lag: value nan is not finite"):
+        lag(float("nan"), label_text())

@@ -17,7 +17,7 @@ from lagwatch.lake import TABLES
 from spark_jobs.lag import pair_observations
 from tests.spark_jobs.conftest import newest_by_key, parsed_sample, run_rollups
 
-TABLES_UNDER_TEST = ("metrics_1m", "lag_1m", "group_status")
+TABLES_UNDER_TEST = ("metrics_10s", "metrics_1m", "lag_1m", "group_status")
 LAG_CONFIG = LagConfig(window_s=600, group_thresholds={"g2": {"warn_lag": 50}})
 
 
@@ -27,6 +27,14 @@ def offsets(ts_s: int, group: str, partition: int, committed: int, lag: int) -> 
     return [
         parsed_sample(ts_s * 1000, "committed_offset", "gauge", committed, **labels),
         parsed_sample(ts_s * 1000, "consumer_lag", "gauge", lag, **labels),
+    ]
+
+
+def log_starts(*points: tuple[int, int]) -> list[dict]:
+    """The admin collector's log_start_offset gauge of partition t/0 at (ts_s, offset) points."""
+    return [
+        parsed_sample(ts_s * 1000, "log_start_offset", "gauge", start, source="admin", topic="t", partition=0)
+        for ts_s, start in points
     ]
 
 
@@ -41,8 +49,9 @@ BATCHES = [
         # A committed offset without its lag partner is not an observation.
         parsed_sample(15_000, "committed_offset", "gauge", 7, source="admin", group_id="g1", topic="t", partition=2),
         parsed_sample(15_000, "messages_in_total", "counter", 5, broker="1"),
+        *log_starts((0, 40), (15, 55)),
     ],
-    [*offsets(30, "g1", 0, 1220, 80)],
+    [*offsets(30, "g1", 0, 1220, 80), *log_starts((30, 70))],
     [*offsets(30, "g1", 1, 500, 110), *offsets(30, "g1", 0, 1220, 80)],  # t/0 again: a duplicate
 ]
 
@@ -122,6 +131,19 @@ def test_lag_samples_also_roll_up_as_metrics(emitted):
     assert rows[("consumer_lag", "g1", 1, None)].samples == 3
     assert rows[("committed_offset", "g1", 2, None)].samples == 1
     assert rows[("messages_in_total", None, None, "1")].rate_per_s is None
+
+
+def test_log_start_offsets_roll_up_like_any_gauge(emitted):
+    def windows(table: str) -> dict:
+        rows = newest_by_key(emitted[table], lambda r: (r.metric, r.topic, r.partition, r.window_start))
+        return {
+            key[3].timestamp(): (row.samples, row.min, row.max, row.last)
+            for key, row in rows.items()
+            if key[:3] == ("log_start_offset", "t", 0)
+        }
+
+    assert windows("metrics_10s") == {0: (1, 40, 40, 40), 10: (1, 55, 55, 55), 30: (1, 70, 70, 70)}
+    assert windows("metrics_1m") == {0: (3, 40, 70, 70)}
 
 
 def test_pairing_needs_both_samples_of_a_cycle():
