@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from lagwatch.samples import Sample, make_sample
+from lagwatch.samples import MemberSample, Sample, make_member_sample, make_sample
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,38 @@ class SampleFactory:
             partition=partition,
             group_id=group_id,
             client_id=client_id,
+        )
+
+    def member(
+        self,
+        *,
+        ts: int,
+        source: str,
+        metric: str,
+        kind: str,
+        value: float,
+        group_id: str,
+        topic: str,
+        partition: int,
+        client_id: str | None,
+        member_id: str | None,
+        host: str | None,
+    ) -> MemberSample:
+        """A sample about the group member that owns a partition (labels in lagwatch.membership)."""
+        return make_member_sample(
+            ts=ts,
+            cluster=self.cluster,
+            source=source,
+            collector=self.collector,
+            metric=metric,
+            kind=kind,
+            value=value,
+            topic=topic,
+            partition=partition,
+            group_id=group_id,
+            client_id=client_id,
+            member_id=member_id,
+            host=host,
         )
 
 

@@ -90,6 +90,13 @@ TABLES: dict[str, Table] = {
                 ("status", "VARCHAR"),  # OK | WARN | STALL | STOP | REWIND | ERR
                 ("reason", "VARCHAR"),
                 ("rule", "VARCHAR"),  # the lag_status rule behind status (caught_up, stop, stall, …)
+                #: The group member owning the partition in the collector cycle of the newest
+                #: observation (NULL: nobody owned it, or that cycle's describe did not answer).
+                ("owner_member_id", "VARCHAR"),
+                ("owner_client_id", "VARCHAR"),
+                ("owner_host", "VARCHAR"),
+                #: How often the owning member changed within this minute (a rebalance moved it).
+                ("owner_changes", "INTEGER"),
                 ("version", "BIGINT"),
             ),
             ("cluster", "window_start", "group_id", "topic", "partition"),
@@ -108,6 +115,13 @@ TABLES: dict[str, Table] = {
                 ("max_time_lag_s", "DOUBLE"),
                 ("partitions", "INTEGER"),
                 ("topics", "VARCHAR"),
+                #: Group state (Stable, Empty, PreparingRebalance, …) and member count in the
+                #: collector cycle of updated_at (NULL when that cycle's describe did not answer).
+                ("group_state", "VARCHAR"),
+                ("members", "INTEGER"),
+                #: Collector cycles within the lag window (lag.window_s) that saw a rebalance: the
+                #: group rebalancing, its member count changing, or a partition changing owner.
+                ("rebalances", "INTEGER"),
                 #: The 1-minute window this status belongs to (one row per group and minute).
                 ("window_start", "TIMESTAMPTZ"),
                 #: When the newest observation behind this status was measured (never in the future).

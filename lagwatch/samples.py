@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 SCHEMA_VERSION = 1
 Source = Literal["jmx", "prom", "admin", "probe", "heartbeat"]
@@ -19,6 +19,8 @@ Kind = Literal["counter", "gauge"]
 SOURCES: tuple[str, ...] = ("jmx", "prom", "admin", "probe", "heartbeat")
 KINDS: tuple[str, ...] = ("counter", "gauge")
 LABELS: tuple[str, ...] = ("broker", "topic", "partition", "group_id", "client_id")
+#: Labels only a membership sample carries (:class:`MemberSample`); other records leave them out.
+MEMBER_LABELS: tuple[str, ...] = ("member_id", "host")
 
 #: Field name -> JSON type accepted, in record order. Labels may be null.
 SAMPLE_FIELDS: dict[str, str] = {
@@ -36,6 +38,8 @@ SAMPLE_FIELDS: dict[str, str] = {
     "partition": "int?",
     "group_id": "str?",
     "client_id": "str?",
+    "member_id": "str?",
+    "host": "str?",
 }
 
 
@@ -147,4 +151,50 @@ def make_sample(
         None if partition is None else int(partition),
         group_id,
         client_id,
+    )
+
+
+@dataclass(slots=True)
+class MemberSample(Sample):
+    """A sample about one consumer-group member: the contract's fields plus `member_id` and `host`.
+
+    Only membership samples (``partition_assigned``) carry the two member labels, so every
+    other record, and its cost on the collector's hot path, stays as it was; a reader takes a
+    record without them as null. The key is the group partition's, without the client id: the
+    owner is what the sample says, not which entity it is, so a partition's samples stay in
+    order on one partition of the topic whoever owns it.
+    """
+
+    member_id: str | None = None
+    host: str | None = None
+
+    def key(self) -> bytes:
+        return sample_key(self.cluster, self.source, self.broker, self.topic, self.partition, self.group_id)
+
+    def to_json(self) -> bytes:
+        member = f',"member_id":{_q(self.member_id)},"host":{_q(self.host)}}}'
+        return Sample.to_json(self)[:-1] + member.encode()
+
+
+def make_member_sample(*, member_id: str | None, host: str | None, **fields: Any) -> MemberSample:
+    """:func:`make_sample` for a membership sample; the id covers the member labels too."""
+    base = make_sample(**fields)
+    labels = (base.broker, base.topic, base.partition, base.group_id, base.client_id, member_id, host)
+    return MemberSample(
+        base.v,
+        sample_id(base.cluster, base.source, base.metric, base.ts, labels),
+        base.ts,
+        base.cluster,
+        base.source,
+        base.collector,
+        base.metric,
+        base.kind,
+        base.value,
+        base.broker,
+        base.topic,
+        base.partition,
+        base.group_id,
+        base.client_id,
+        member_id,
+        host,
     )
