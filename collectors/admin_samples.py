@@ -178,11 +178,11 @@ def partition_owner_samples(
     samples: list[Sample] = []
     for member in description.members or []:
         assigned = member.assignment.topic_partitions if member.assignment is not None else None
+        owner = {"client_id": member.client_id, "member_id": member.member_id, "host": member.host}
         for tp in assigned or []:
             if topic_allowed(tp.topic):
                 samples.append(
                     make.member(ts=ts, source=SOURCE, metric=PARTITION_ASSIGNED_METRIC, kind="gauge", value=1,
-                                group_id=group_id, topic=tp.topic, partition=tp.partition, client_id=member.client_id,
-                                member_id=member.member_id, host=member.host)  # fmt: skip
-                )
+                                group_id=group_id, topic=tp.topic, partition=tp.partition, **owner)
+                )  # fmt: skip
     return samples

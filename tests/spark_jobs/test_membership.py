@@ -55,8 +55,8 @@ BATCHES = [
 
 @pytest.fixture(scope="module")
 def emitted(spark, tmp_path_factory) -> dict[str, list[list]]:
-    config = LagConfig(window_s=600)
-    return run_rollups(spark, tmp_path_factory.mktemp("members"), BATCHES, config, ("metrics_1m", "lag_1m", "group_status"))
+    tables = ("metrics_1m", "lag_1m", "group_status")
+    return run_rollups(spark, tmp_path_factory.mktemp("members"), BATCHES, LagConfig(window_s=600), tables)
 
 
 def by_partition(rows: list) -> dict:
