@@ -229,13 +229,20 @@ def table_dir(lake: str | os.PathLike[str], name: str) -> Path:
 
 
 def ensure_lake(lake: str | os.PathLike[str]) -> None:
-    """Create every table folder with its empty schema file (idempotent)."""
+    """Create every table folder with its empty schema file (idempotent).
+
+    A schema file from an older version (a table that has gained columns since) is rewritten:
+    the views read every file by name, so that one empty file is what gives a new column to a
+    lake whose data files all predate it (their rows read NULL there).
+    """
+    import pyarrow.parquet as pq
 
     for name in TABLES:
         schema_file = table_dir(lake, name) / SCHEMA_PARTITION / SCHEMA_FILE
-        if not schema_file.exists():
+        schema = arrow_schema(name)
+        if not schema_file.exists() or pq.read_schema(schema_file).remove_metadata() != schema:
             schema_file.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(schema_file, arrow_schema(name).empty_table())
+            _atomic_write(schema_file, schema.empty_table())
 
 
 def _atomic_write(path: Path, data: pa.Table) -> None:
