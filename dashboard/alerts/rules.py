@@ -50,6 +50,8 @@ CANONICAL_METRICS: frozenset[str] = frozenset(
         "consumer_lag",
         "records_lag_max",
         "records_consumed_rate",
+        "consumer_group_members",
+        "consumer_group_state",
         "up",
         "scrape_duration_seconds",
         "collector_samples_produced_total",
