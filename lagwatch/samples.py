@@ -160,9 +160,10 @@ class MemberSample(Sample):
 
     Only membership samples (``partition_assigned``) carry the two member labels, so every
     other record, and its cost on the collector's hot path, stays as it was; a reader takes a
-    record without them as null. The key is the group partition's, without the client id: the
-    owner is what the sample says, not which entity it is, so a partition's samples stay in
-    order on one partition of the topic whoever owns it.
+    record without them as null. The member labels are the reading, not its identity: a
+    partition has one owner per cycle, so the id and the key are the group partition's (the
+    key without the client id), and a partition's samples stay in order on one partition of
+    the topic whoever owns it.
     """
 
     member_id: str | None = None
@@ -177,12 +178,11 @@ class MemberSample(Sample):
 
 
 def make_member_sample(*, member_id: str | None, host: str | None, **fields: Any) -> MemberSample:
-    """:func:`make_sample` for a membership sample; the id covers the member labels too."""
+    """:func:`make_sample` for a membership sample (same checks, same id)."""
     base = make_sample(**fields)
-    labels = (base.broker, base.topic, base.partition, base.group_id, base.client_id, member_id, host)
     return MemberSample(
         base.v,
-        sample_id(base.cluster, base.source, base.metric, base.ts, labels),
+        base.id,
         base.ts,
         base.cluster,
         base.source,

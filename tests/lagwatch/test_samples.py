@@ -45,15 +45,18 @@ def test_json_round_trips_with_every_contract_field() -> None:
     assert list(decoded) == [name for name in SAMPLE_FIELDS if name not in MEMBER_LABELS]
 
 
-def test_member_sample_adds_the_member_labels_to_json_and_id_but_keeps_the_partition_key() -> None:
+def test_member_sample_adds_the_member_labels_to_json_and_keeps_the_partition_id_and_key() -> None:
     fields = dict(ts=1, cluster="prod", source="admin", collector="c-1", metric="partition_assigned", kind="gauge")
     labels = dict(value=1, group_id="billing", topic="orders", partition=3, client_id="app-1")
     sample = make_member_sample(member_id="app-1-4f2a", host="/10.0.0.7", **fields, **labels)
     decoded = json.loads(sample.to_json())
     assert decoded == asdict(sample) and list(decoded) == list(SAMPLE_FIELDS)
     assert (decoded["member_id"], decoded["host"]) == ("app-1-4f2a", "/10.0.0.7")
+    retried = make_member_sample(member_id="app-1-4f2a", host="/10.0.0.7", **fields, **labels)
+    assert retried.id == sample.id == make_sample(**fields, **labels).id, "one owner per partition and cycle"
+    later = {**fields, "ts": 2}
+    assert sample.id != make_member_sample(member_id="app-1-4f2a", host="/10.0.0.7", **later, **labels).id
     other = make_member_sample(member_id="app-1-9c01", host="/10.0.0.7", **fields, **labels)
-    assert len({sample.id, other.id, make_sample(**fields, **labels).id}) == 3
     assert sample.key() == other.key() == b"prod|admin||orders|3|billing|", "a new owner stays in order"
 
 
