@@ -9,7 +9,7 @@ A collector never raises for a target problem: a dead target is a failed scrape 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from lagwatch.samples import MemberSample, Sample, make_member_sample, make_sample
 
@@ -50,36 +50,11 @@ class SampleFactory:
             client_id=client_id,
         )
 
-    def member(
-        self,
-        *,
-        ts: int,
-        source: str,
-        metric: str,
-        kind: str,
-        value: float,
-        group_id: str,
-        topic: str,
-        partition: int,
-        client_id: str | None,
-        member_id: str | None,
-        host: str | None,
-    ) -> MemberSample:
-        """A sample about the group member that owns a partition (labels in lagwatch.membership)."""
+    def member(self, *, member_id: str | None, host: str | None, **fields: Any) -> MemberSample:
+        """As a call of the factory (same keywords), for a sample about the group member that
+        owns a partition: it adds the member labels (lagwatch.membership)."""
         return make_member_sample(
-            ts=ts,
-            cluster=self.cluster,
-            source=source,
-            collector=self.collector,
-            metric=metric,
-            kind=kind,
-            value=value,
-            topic=topic,
-            partition=partition,
-            group_id=group_id,
-            client_id=client_id,
-            member_id=member_id,
-            host=host,
+            cluster=self.cluster, collector=self.collector, member_id=member_id, host=host, **fields
         )
 
 
