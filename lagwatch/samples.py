@@ -1,7 +1,8 @@
 """Contract 1: the sample record that travels on the `lagwatch.samples` topic.
 
-One record per measured value. Collectors build them with :func:`make_sample`; the Spark job
-parses them against :data:`SAMPLE_FIELDS`. The id is a hash of everything that identifies the
+One record per measured value. Collectors build them with :func:`make_sample` (and
+:func:`make_member_sample` for the membership samples that also name a group member); the Spark
+job parses them against :data:`SAMPLE_FIELDS`. The id is a hash of everything that identifies the
 measurement, so a retried produce yields the same id and is dropped downstream instead of
 counted twice.
 """
