@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, str] = {
     "spark job": "bench.bench_spark",
     "dashboard": "bench.bench_dashboard",
     "alerts": "bench.bench_alerts",
+    "http api": "bench.bench_api",
 }
 
 

@@ -1,8 +1,8 @@
-"""Admin collector at scale: 5,000 groups × 20 partitions against tansu (DESIGN §7).
+"""Admin collector at scale: 5,000 groups × 20 partitions against tansu.
 
 Setup (printed as it goes): an embedded tansu; 50 topics × 20 partitions; records in every
 partition (batched for speed, then one single-record batch per partition so tansu's reported
-end offsets are exact, DESIGN §6); 5,000 groups, each committing an offset on all 20
+end offsets are exact, docs/architecture.md); 5,000 groups, each committing an offset on all 20
 partitions of one topic (100,000 committed offsets), committed through
 alter_consumer_group_offsets with many requests in flight.
 

@@ -1,4 +1,5 @@
-"""JMX collector: CPU milliseconds per broker scrape per backend at 60, 600 and 2,000 MBean values.
+"""JMX collector: CPU milliseconds per broker scrape per backend at 60, 600 and 2,000 MBean values,
+and of a real Kafka broker's own MBeans.
 
 Setup: the JMX test double (tests/fixtures/jmx/KafkaJmxDouble.java, a real JVM) with extra
 per-topic BrokerTopicMetrics MBeans so one scrape reads about N values (3 Meter Counts per extra
@@ -8,7 +9,7 @@ mapped samples served by a separate `python -m http.server` process.
 Measured: CPU (user + system) of this process per scrape, plus its waited-for children
 (jmxquery's per-scrape JVM, via RUSAGE_CHILDREN deltas). The in-process JVM of the jpype
 backend is part of this process, so its CPU is included. The double's and the HTTP server's
-CPU are not (they are the monitored side). Bar (DESIGN §7): jpype ≤ 5 ms per 100 MBeans.
+CPU are not (they are the monitored side). Bar: jpype ≤ 5 ms per 100 MBeans.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from collectors.jmx.mapping import MetricDef, metrics_for, object_name_problem
 from collectors.jmx.prometheus_backend import PrometheusBackend
 from lagwatch.broker import free_port
 from tests.fixtures.jmx_double import JmxDouble, compile_double
+from tests.fixtures.real_kafka import RealKafkaBroker
 
 SIZES = (60, 600, 2_000)
 BASE_VALUES = 15  # broker values of the double without per-topic MBeans
@@ -104,19 +106,21 @@ def bench_prometheus(size: int, workdir: Path) -> Result:
     return Result(f"prometheus CPU per scrape, {values} values", round(ms, 2), "ms", note="HTTP GET + parse")
 
 
-def bench_double(double: JmxDouble) -> list[Result]:
+def bench_endpoint(port: int, label: str = "") -> list[Result]:
+    """jpype (steady state) and jmxquery CPU per scrape of one JMX endpoint; `label` names a non-double target."""
     results = []
     definitions = metrics_for("broker")
-    jpype = JpypeBackend(JmxEndpoint("127.0.0.1", double.port, TIMEOUT_S))
+    suffix = f" ({label})" if label else ""
+    jpype = JpypeBackend(JmxEndpoint("127.0.0.1", port, TIMEOUT_S))
     cold_ms, _ = measure(lambda: jpype.read(definitions), 3)
     warm_up(lambda: jpype.read(definitions))
     ms, values = measure(lambda: jpype.read(definitions), SCRAPES["jpype"])
     jpype.close()
     progress(f"jpype: {values} values, {ms:.2f} ms CPU per scrape")
-    results.append(Result(f"jpype CPU per scrape, {values} MBean values", round(ms, 2), "ms"))
+    results.append(Result(f"jpype CPU per scrape, {values} MBean values{suffix}", round(ms, 2), "ms"))
     results.append(
         Result(
-            f"jpype CPU per 100 MBeans ({values} values)",
+            f"jpype CPU per 100 MBeans ({values} values){suffix}",
             round(ms * 100 / values, 2),
             "ms",
             bar=JPYPE_BAR_MS_PER_100,
@@ -125,13 +129,20 @@ def bench_double(double: JmxDouble) -> list[Result]:
             f"load avg {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores",
         )
     )
-    jmxquery = JmxqueryBackend(JmxEndpoint("127.0.0.1", double.port, TIMEOUT_S))
+    jmxquery = JmxqueryBackend(JmxEndpoint("127.0.0.1", port, TIMEOUT_S))
     ms, values = measure(lambda: jmxquery.read(definitions), SCRAPES["jmxquery"])
     progress(f"jmxquery: {values} values, {ms:.0f} ms CPU per scrape")
     results.append(
-        Result(f"jmxquery CPU per scrape, {values} MBean values", round(ms, 1), "ms", note="one JVM per scrape")
+        Result(f"jmxquery CPU per scrape, {values} MBean values{suffix}", round(ms, 1), "ms", note="one JVM per scrape")
     )
     return results
+
+
+def bench_real_broker(workdir: Path) -> list[Result]:
+    """The same scrape of a real Kafka broker's own MBeans (after the double's runs warmed the JIT)."""
+    progress("starting a real Kafka broker")
+    with RealKafkaBroker(work_dir=workdir / "kafka") as kafka:
+        return bench_endpoint(kafka.jmx_port, "real Kafka broker")
 
 
 def bench_jmxquery_bisection(double: JmxDouble) -> list[Result]:
@@ -143,7 +154,7 @@ def bench_jmxquery_bisection(double: JmxDouble) -> list[Result]:
             object_name_problem(definition.object_name)
     validation_us = (time.perf_counter() - started) * 1e6 / 1000
     backend = JmxqueryBackend(JmxEndpoint("127.0.0.1", double.port, TIMEOUT_S))
-    bad = MetricDef("bad", "gauge", "", "kafka.server:type=a,name=b,c", "Value", "broker", "jar rejects it")
+    bad = MetricDef("bad", "kafka.server:type=a,name=b,c", "Value", "broker")  # the jar rejects it
     before = cpu_with_children_s()
     backend._read_batch([*definitions, bad], time.monotonic() + TIMEOUT_S, ReadResult())
     bisect_ms = (cpu_with_children_s() - before) * 1000
@@ -169,12 +180,13 @@ def run() -> list[Result]:
             progress(f"{size} values: starting the double with {extra} extra topics")
             double = JmxDouble(classpath, topics=(), extra_topics=extra).start()
             try:
-                results.extend(bench_double(double))
+                results.extend(bench_endpoint(double.port))
                 if size == SIZES[0]:
                     results.extend(bench_jmxquery_bisection(double))
             finally:
                 double.stop()
             results.append(bench_prometheus(size, workdir))
+        results.extend(bench_real_broker(workdir))
     return results
 
 

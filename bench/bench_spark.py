@@ -1,8 +1,8 @@
-"""Spark job benchmarks (DESIGN §7): sustained samples/s, p95 freshness at a 2 s trigger, peak RSS.
+"""Spark job benchmarks: sustained samples/s, p95 freshness at a 2 s trigger, peak RSS.
 
 1. Throughput: N samples (LAGWATCH_BENCH_SPARK_SAMPLES, default 8,000,000) are preloaded into a
    tansu topic with producer batching (fast), then one single-record batch per partition so
-   every partition's reported end offset is exact again (tansu quirk, DESIGN §6). The real
+   every partition's reported end offset is exact again (tansu quirk, docs/architecture.md). The real
    `lagwatch stream --available-now` runs as a subprocess in batches of BATCH_ROWS (the job's
    default cap), enough batches that the JVM's warm-up is a small part of the run. Sustained
    samples/s = the rows of every batch after the first / the span from that batch's start to

@@ -1,7 +1,8 @@
 """The one result type every benchmark returns, and how the table is printed.
 
 A benchmark module exposes ``run() -> list[Result]``. Each Result is a figure measured on
-this machine against the bar in DESIGN §7 (or None when the bar is "stated", not a threshold).
+this machine against its bar (or None when the figure is stated, not judged); each module
+says where its bar comes from, and docs/operations.md ("Sizing") reads the figures for operators.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ their own:
   `leader_count`, cluster `under_replicated_partitions` / `offline_partitions`) cover every
   partition, internal topics included, like the brokers' own JMX gauges. Per-topic gauges
   (`topic_partitions`, per-topic `under_replicated_partitions`) follow the topic filter.
-- `consumer_lag` = log-end offset − committed offset, both read in the same cycle (DESIGN §2).
+- `consumer_lag` = log-end offset − committed offset, both read in the same cycle.
   A partition without a committed offset (OFFSET_INVALID, -1001) has no lag: nothing was
   consumed yet, and inventing one (from the log start?) would be a guess. A negative value
   (committed beyond the end the broker just reported: a reset log, or a commit racing our

@@ -11,12 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from lagwatch.samples import MemberSample, Sample, make_member_sample, make_sample
+from lagwatch import vocabulary
+from lagwatch.samples import MemberSample, Sample, make_sample, with_member
 
 
 @dataclass(frozen=True)
 class SampleFactory:
-    """Stamps cluster and collector instance on every sample a collector makes."""
+    """Stamps cluster and collector instance on every sample a collector makes.
+
+    It also refuses a metric, kind or source that :mod:`lagwatch.vocabulary` does not register,
+    so a new name fails in the collector's own tests instead of reaching rules that ignore it.
+    """
 
     cluster: str
     collector: str
@@ -35,6 +40,7 @@ class SampleFactory:
         group_id: str | None = None,
         client_id: str | None = None,
     ) -> Sample:
+        vocabulary.check_sample(metric, kind, source)
         return make_sample(
             ts=ts,
             cluster=self.cluster,
@@ -53,9 +59,7 @@ class SampleFactory:
     def member(self, *, member_id: str | None, host: str | None, **fields: Any) -> MemberSample:
         """As a call of the factory (same keywords), for a sample about the group member that
         owns a partition: it adds the member labels (lagwatch.membership)."""
-        return make_member_sample(
-            cluster=self.cluster, collector=self.collector, member_id=member_id, host=host, **fields
-        )
+        return with_member(self(**fields), member_id, host)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Share scrape targets between collector instances through a Kafka consumer group.
 
-The pattern from the seed articles (000, 004): every instance subscribes to one coordination
+The pattern: every instance subscribes to one coordination
 topic with the same group.id, and Kafka's group protocol hands each partition to exactly one
 live member. Target i (in the sorted list of target names) belongs to whoever holds
 partition i. When an instance dies, its session times out and its partitions, hence its

@@ -41,7 +41,7 @@ class DeliveryCounts:
 
 
 class SamplePublisher:
-    """Produces samples keyed by entity (DESIGN §2) and counts their fate."""
+    """Produces samples keyed by entity (one entity's samples stay ordered) and counts their fate."""
 
     def __init__(self, config: Config) -> None:
         self.topic = config.transport.samples_topic

@@ -13,7 +13,9 @@ import pandas as pd
 import plotly.express as px
 import plotly.graph_objects as go
 
-#: Status colours, worst first: the same everywhere so a glance reads the same.
+from lagwatch.vocabulary import STATUS_ORDER
+
+#: Status colours: the same everywhere so a glance reads the same.
 STATUS_COLOURS = {
     "ERR": "#7f0000",
     "STOP": "#d62728",
@@ -22,7 +24,8 @@ STATUS_COLOURS = {
     "WARN": "#e6c229",
     "OK": "#2ca02c",
 }
-STATUS_ORDER = list(STATUS_COLOURS)
+#: Worst first, as charts and tables list statuses.
+STATUSES_WORST_FIRST = list(reversed(STATUS_ORDER))
 
 METRIC_LABELS = {
     "messages_in_total": "messages in",
@@ -58,9 +61,16 @@ def time_series(
     y_title: str,
     title: str,
     color: str | None = None,
+    zero_baseline: bool = True,
 ) -> go.Figure:
-    """Line chart over time; `y_title` carries the unit, e.g. 'messages/s'."""
+    """Line chart over time; `y_title` carries the unit, e.g. 'messages/s'.
+
+    The y axis starts at 0 so a line's height is its size: autoscaled, a flat 50 msg/s looked
+    like a swing between 50.00 and 50.04. Positions (offsets) opt out with `zero_baseline=False`.
+    """
     fig = px.line(local_times(frame, zone), x="time", y=y, color=color)
+    if zero_baseline:
+        fig.update_yaxes(rangemode="tozero")
     return _layout(fig, zone, y_title, title)
 
 
@@ -106,6 +116,7 @@ def elections(frame: pd.DataFrame, zone: ZoneInfo) -> go.Figure:
             ],
         )
     )
+    fig.update_yaxes(rangemode="tozero")
     return _layout(fig, zone, "elections/s", "Leader elections")
 
 
@@ -136,7 +147,7 @@ def status_timeline(frame: pd.DataFrame, zone: ZoneInfo) -> go.Figure:
         y="status",
         color="status",
         color_discrete_map=STATUS_COLOURS,
-        category_orders={"status": STATUS_ORDER},
+        category_orders={"status": STATUSES_WORST_FIRST},
         hover_data=["reason", "total_lag"],
     )
     fig.update_traces(marker={"symbol": "square", "size": 9})

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from lagwatch import lake as lakelib
+from lagwatch import vocabulary
 
 if TYPE_CHECKING:
     import duckdb
@@ -43,8 +44,8 @@ RECENT_LOOKBACK = dt.timedelta(hours=1)
 #: Time series are bucketed so a chart never carries more points than this per series.
 MAX_POINTS = 400
 
-BROKER_RATE_METRICS = ("messages_in_total", "bytes_in_total", "bytes_out_total")
-HEALTH_METRICS = (
+BROKER_RATE_METRICS = vocabulary.require("messages_in_total", "bytes_in_total", "bytes_out_total")
+HEALTH_METRICS = vocabulary.require(
     "up",
     "active_controller_count",
     "under_replicated_partitions",
@@ -55,13 +56,11 @@ HEALTH_METRICS = (
     "request_handler_avg_idle_percent",
     "network_processor_avg_idle_percent",
 )
-IDLE_METRICS = ("request_handler_avg_idle_percent", "network_processor_avg_idle_percent")
-HEARTBEAT_METRICS = (
-    "collector_samples_produced_total",
-    "collector_samples_delivered_total",
-    "collector_samples_failed_total",
-    "collector_targets_assigned",
+IDLE_METRICS = vocabulary.require("request_handler_avg_idle_percent", "network_processor_avg_idle_percent")
+ELECTIONS, UP, SCRAPE_DURATION, LOG_END_OFFSET = vocabulary.require(
+    "leader_elections_total", "up", "scrape_duration_seconds", "log_end_offset"
 )
+HEARTBEAT_METRICS = vocabulary.names_from("heartbeat")
 
 
 @dataclass(frozen=True)
@@ -155,7 +154,7 @@ SELECT {_BUCKET} AS time, broker, metric, avg(rate_per_s) AS rate_per_s, avg(avg
        sum(rate_per_s * epoch(window_end - window_start)) AS increase
 FROM metrics_1m
 WHERE {_IN_RANGE} AND source IN ('jmx', 'prom') AND broker IS NOT NULL AND topic IS NULL
-  AND metric IN ({", ".join(repr(m) for m in (*BROKER_RATE_METRICS, "leader_elections_total", *IDLE_METRICS))})
+  AND metric IN {(*BROKER_RATE_METRICS, ELECTIONS, *IDLE_METRICS)}
 GROUP BY ALL ORDER BY time
 """
 
@@ -172,12 +171,12 @@ SELECT {_BUCKET} AS time, metric, avg(rate_per_s) AS rate_per_s FROM per_window 
 
 SQL_SCRAPE_HEALTH = f"""
 SELECT source, broker, client_id,
-       arg_max("last", window_start) FILTER (WHERE metric = 'up') AS up,
-       avg(avg) FILTER (WHERE metric = 'up') AS up_ratio_1h,
-       arg_max("last", window_start) FILTER (WHERE metric = 'scrape_duration_seconds') AS scrape_duration_s,
+       arg_max("last", window_start) FILTER (WHERE metric = '{UP}') AS up,
+       avg(avg) FILTER (WHERE metric = '{UP}') AS up_ratio_1h,
+       arg_max("last", window_start) FILTER (WHERE metric = '{SCRAPE_DURATION}') AS scrape_duration_s,
        max(window_end) AS last_seen
 FROM metrics_1m
-WHERE {_IN_RECENT} AND metric IN ('up', 'scrape_duration_seconds') AND source IN ('jmx', 'prom', 'admin', 'probe')
+WHERE {_IN_RECENT} AND metric IN {(UP, SCRAPE_DURATION)} AND source IN ('jmx', 'prom', 'admin', 'probe')
 GROUP BY ALL ORDER BY source, broker, client_id
 """
 
@@ -229,13 +228,13 @@ SELECT topic, metric, avg(rate_per_s) AS rate_per_s FROM per_window GROUP BY ALL
 """
 
 #: End offsets at the start and at the end of the range (two short slices, not the whole range).
-SQL_TOPIC_OFFSETS = """
+SQL_TOPIC_OFFSETS = f"""
 WITH edges AS (
   SELECT topic, partition,
          arg_min("first", window_start) FILTER (WHERE window_start < $start + INTERVAL 10 MINUTE) AS first_offset,
          arg_max("last", window_start) FILTER (WHERE window_start >= $latest_start) AS last_offset
   FROM metrics_1m
-  WHERE cluster = $cluster AND metric = 'log_end_offset' AND source = 'admin' AND topic IS NOT NULL
+  WHERE cluster = $cluster AND metric = '{LOG_END_OFFSET}' AND source = 'admin' AND topic IS NOT NULL
     AND ((window_start >= $start AND window_start < $start + INTERVAL 10 MINUTE)
          OR (window_start >= $latest_start AND window_start < $end))
   GROUP BY ALL
@@ -251,7 +250,7 @@ WITH per_window AS (
   SELECT window_start, metric, sum(rate_per_s) AS rate_per_s, sum("last") AS end_offset
   FROM metrics_1m
   WHERE {_IN_RANGE} AND topic = $topic AND source IN ('jmx', 'prom', 'admin')
-    AND metric IN ('log_end_offset', {", ".join(repr(m) for m in BROKER_RATE_METRICS)})
+    AND metric IN {(LOG_END_OFFSET, *BROKER_RATE_METRICS)}
   GROUP BY ALL
 )
 SELECT {_BUCKET} AS time, metric, avg(rate_per_s) AS rate_per_s, max(end_offset) AS end_offset
@@ -369,7 +368,7 @@ def brokers(lake: Lake, scope: Scope) -> Frames:
         gauges = run(con, SQL_BROKER_GAUGES, **p)
         series = run(con, SQL_BROKER_SERIES, **p)
         scrape = run(con, SQL_SCRAPE_HEALTH, **p)
-    elections = series[series["metric"] == "leader_elections_total"]
+    elections = series[series["metric"] == ELECTIONS]
     return {
         "gauges": gauges,
         "rates": series[series["metric"].isin(BROKER_RATE_METRICS)][["time", "broker", "metric", "rate_per_s"]],
@@ -397,9 +396,9 @@ def topics(lake: Lake, scope: Scope) -> Frames:
 def topic_detail(lake: Lake, scope: Scope, topic: str) -> Frames:
     with session(lake) as con:
         series = run(con, SQL_TOPIC_SERIES, topic=topic, **scope.params())
-    offsets = series[series["metric"] == "log_end_offset"]
+    offsets = series[series["metric"] == LOG_END_OFFSET]
     return {
-        "rate_series": series[series["metric"] != "log_end_offset"].drop(columns="end_offset"),
+        "rate_series": series[series["metric"] != LOG_END_OFFSET].drop(columns="end_offset"),
         "offset_series": offsets[["time", "end_offset"]].reset_index(drop=True),
     }
 
@@ -481,17 +480,3 @@ PAGE_LOADERS: dict[str, Callable[[Lake, Scope], Frames]] = {
     "alerts": alerts,
     "pipeline": pipeline,
 }
-
-
-def row_counts(lake: Lake) -> dict[str, int]:
-    """Rows per table as stored (Parquet metadata only, no dedupe): sizes for notes and empty states."""
-    counts = {}
-    with session(lake) as con:
-        for name in lakelib.TABLES:
-            glob = (lake.path.resolve() / name / "*" / "*.parquet").as_posix()
-            counts[name] = int(
-                con.execute(
-                    "SELECT coalesce(sum(num_rows), 0) FROM parquet_file_metadata($glob)", {"glob": glob}
-                ).fetchone()[0]  # type: ignore[index]
-            )
-    return counts

@@ -8,6 +8,7 @@ easy to get wrong once in seven places.
 from __future__ import annotations
 
 import functools
+import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -161,6 +162,47 @@ def owner_columns() -> dict[str, Any]:
         "owner_member_id": text("owner member id"),
         "owner_changes": st.column_config.NumberColumn("owner changes (minute)", format="%d"),
     }
+
+
+#: Alert tables: what happened and its value first, then the labels, then the bookkeeping.
+ALERT_COLUMNS = (
+    "ts",
+    "event",
+    "alertname",
+    "severity",
+    "value",
+    "labels",
+    "since_or_last",
+    "receiver",
+    "detail",
+    "incident_key",
+    "seq",
+)
+
+
+def label_chips(labels_json: str | None) -> list[str]:
+    """'{"alertname": "X", "group_id": "g"}' -> ["group_id=g"]: one chip per label, not a JSON blob.
+
+    alertname is left out because the table has its own column for it.
+    """
+    if not labels_json:
+        return []
+    try:
+        labels = json.loads(labels_json)
+    except ValueError:
+        return [str(labels_json)]
+    return [f"{key}={value}" for key, value in sorted(labels.items()) if key != "alertname"]
+
+
+def alert_table(frame: pd.DataFrame) -> None:
+    """Alert events or firing alerts: value first, labels as chips."""
+    shown = frame.assign(labels=[label_chips(text) for text in frame["labels"]])
+    table(
+        shown[[c for c in ALERT_COLUMNS if c in shown.columns]],
+        value=st.column_config.NumberColumn("value", format="%.6g"),
+        labels=st.column_config.ListColumn("labels"),
+        since_or_last=st.column_config.DatetimeColumn("since"),
+    )
 
 
 def chart(fig: Any, key: str) -> None:

@@ -19,7 +19,7 @@ from types import TracebackType
 log = logging.getLogger(__name__)
 
 #: librdkafka settings for clients of tansu. tansu reports a wrong high watermark for
-#: multi-record batches (DESIGN §6), so producers send one record per batch.
+#: multi-record batches (docs/architecture.md), so producers send one record per batch.
 TANSU_PRODUCER_SETTINGS = {"batch.num.messages": "1"}
 
 

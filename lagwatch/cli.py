@@ -34,6 +34,7 @@ COMMANDS: dict[str, str] = {
     "up": "lagwatch.stack:run_up",
     "status": "lagwatch.stack:run_status",
     "broker": "lagwatch.stack:run_broker",
+    "api": "api.server:run",
 }
 
 
@@ -61,6 +62,7 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
 
     sub.add_parser("status", help="report each component's health")
     sub.add_parser("broker", help="run the embedded tansu broker alone and print its address")
+    sub.add_parser("api", help="serve /metrics (Prometheus), Burrow's v3 API, /healthz and /readyz from the lake")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -235,6 +235,24 @@ class DashboardConfig(_Model):
     run_alerts: bool = True
 
 
+# --- [api]: the read-only HTTP API (`lagwatch api`) -------------------------------------
+class ApiConfig(_Model):
+    """The HTTP API beside the dashboard: Prometheus /metrics, Burrow's v3 API, health."""
+
+    #: Loopback by default: the API has no authentication.
+    host: str = "127.0.0.1"
+    #: Burrow's and kafka-lag-exporter's customary port, so scrape configs keep working.
+    port: int = Field(8000, ge=1, le=65535)
+    #: The newest lake rows are read at most once per this many seconds and shared by every request.
+    cache_s: float = Field(5, gt=0)
+    #: Rows of lag_1m and group_status older than this are not "current" (a vanished group drops out).
+    lookback_s: float = Field(600, gt=0)
+    #: /metrics exports at most this many series; the finest labels (partition) are dropped first.
+    max_series: int = Field(100_000, ge=10)
+    #: /readyz fails when the newest lake data or a component's report is older than this.
+    ready_max_age_s: float = Field(180, gt=0)
+
+
 class AlertReceiver(_Model):
     name: str = Field(min_length=1)
     type: Literal["webhook", "slack", "alertmanager"] = "webhook"
@@ -339,6 +357,7 @@ class Config(_Model):
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
     demo: DemoConfig = Field(default_factory=DemoConfig)
+    api: ApiConfig = Field(default_factory=ApiConfig)
 
     #: Where the file was read from; relative paths in the config resolve against its folder.
     source_path: str = Field("", exclude=True)

@@ -7,7 +7,8 @@ jumps back). A broker-JMX simulator serves Prometheus exporter text whose counte
 demo's real produce and consume counts; it is labelled as simulated everywhere (broker id
 `sim-1`), because tansu has no JMX of its own.
 
-Records go out one per produce batch so the embedded tansu reports true end offsets (DESIGN §6).
+On the embedded tansu, records go out one per produce batch so that tansu reports true end
+offsets (it miscounts multi-record batches); on a real cluster the producer batches as usual.
 Groups commit with explicit offsets and no group membership (assign, not subscribe): their
 behaviour is then exact and deterministic, and Kafka lists them as empty groups, which
 Lagwatch keeps evaluating.
@@ -25,6 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from lagwatch.broker import TANSU_PRODUCER_SETTINGS
 from lagwatch.config import Config
 from lagwatch.kafka import check_reachable, cluster_client_config, cluster_for, ensure_topic
 
@@ -80,13 +82,14 @@ class DemoCounters:
 class DemoWorkload:
     """Produces to the demo topics and commits for the demo groups, one tick per second."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, single_record_batches: bool = False) -> None:
         self.settings = cluster_client_config(config)
         self.rate = config.demo.rate
         self.counters = DemoCounters()
         self._end: dict[tuple[str, int], int] = {}
         self._committed: dict[tuple[str, str, int], int] = {}
-        self._producer = Producer({**self.settings, "batch.num.messages": 1, "linger.ms": 0, "acks": "all"})
+        batching = {**TANSU_PRODUCER_SETTINGS, "linger.ms": 0} if single_record_batches else {"linger.ms": 5}
+        self._producer = Producer({**self.settings, **batching, "acks": "all"})
         self._committers: dict[str, Consumer] = {}
         self._tick = 0
         self.ticks = 0
@@ -218,9 +221,10 @@ def serve_exporter(counters: DemoCounters, port: int) -> ThreadingHTTPServer:
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
+    on_tansu = config.embedded_broker  # decided before cluster_for points the config at a broker
     with cluster_for(config) as config:
         check_reachable(cluster_client_config(config))
-        workload = DemoWorkload(config)
+        workload = DemoWorkload(config, single_record_batches=on_tansu)
         workload.setup()
         server = serve_exporter(workload.counters, config.demo.jmx_sim_port)
         log.info(

@@ -264,10 +264,8 @@ def _atomic_write(path: Path, data: pa.Table) -> None:
 def _dictionary_columns(schema: pa.Schema) -> list[str]:
     """The columns worth dictionary encoding: all but the floating-point ones.
 
-    Why: measured values (min, max, avg, rates) rarely repeat, so the writer builds each
-    double column's dictionary only to overflow it and fall back to plain pages. For a batch of
-    a million metrics_10s rows that took the write from 0.33 s to 0.8 s of the driver's time and
-    made the file 2.5× larger (7 MB vs 18 MB, zstd).
+    Why: measured values (min, max, avg, rates) rarely repeat, so the writer would build each
+    double column's dictionary only to overflow it: slower writes, larger files (docs/performance.md).
     """
     import pyarrow as pa
 
@@ -297,7 +295,7 @@ def write_rows(
     data = data.select(schema.names).cast(schema)
     if data.num_rows == 0:
         return []
-    # The UTC day by a date cast (the schema's zone is UTC): strftime per row cost 3× the Parquet write.
+    # The UTC day by a date cast (the schema's zone is UTC): strftime per row cost more than the write.
     days = data[spec.time_column].cast(pa.date32())
     distinct = sorted(d for d in pc.unique(days).to_pylist() if d is not None)
     whole_batch = len(distinct) == 1 and days.null_count == 0  # the usual case: no copy to filter

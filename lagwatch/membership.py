@@ -1,6 +1,7 @@
 """Consumer-group membership: the names the admin collector and the Spark job share.
 
-Each cycle the admin collector describes every collected group (DescribeGroups) and sends:
+The metric names are registered in :mod:`lagwatch.vocabulary`; this module holds what they mean
+for a group. Each cycle the admin collector describes every collected group (DescribeGroups) and sends:
 
 - ``consumer_group_state``: the group's state as a code (:data:`GROUP_STATES` gives its name);
 - ``consumer_group_members``: how many members the group has;
@@ -15,9 +16,11 @@ partition into ``lag_1m`` and the group's state, member count and rebalances int
 
 from __future__ import annotations
 
-GROUP_STATE_METRIC = "consumer_group_state"
-GROUP_MEMBERS_METRIC = "consumer_group_members"
-PARTITION_ASSIGNED_METRIC = "partition_assigned"
+from lagwatch.vocabulary import require
+
+GROUP_STATE_METRIC, GROUP_MEMBERS_METRIC, PARTITION_ASSIGNED_METRIC = require(
+    "consumer_group_state", "consumer_group_members", "partition_assigned"
+)
 #: Per-group membership metrics (label group_id only).
 GROUP_METRICS: tuple[str, ...] = (GROUP_STATE_METRIC, GROUP_MEMBERS_METRIC)
 #: Kafka's group state names; a state's ``consumer_group_state`` code is its index.

@@ -2,10 +2,11 @@
 
 `up` starts the parts as separate processes, in dependency order, each announced with how
 long it took to become ready: the embedded broker (when no bootstrap servers are configured),
-the demo workload, the collectors, the Spark job and the dashboard (which runs the alert engine
-beside it). Ctrl-C stops them in reverse order, so the collectors flush and the Spark query
-stops cleanly before the broker goes, and no process is left behind. What is running is written
-to `state/stack.json`, which `lagwatch status` reads.
+the demo workload, the collectors, the Spark job, the dashboard (which runs the alert engine
+beside it) and the HTTP API (`lagwatch api`). Ctrl-C stops them in reverse order, so the
+collectors flush and the Spark query stops cleanly before the broker goes, and no process is
+left behind. What is running is written to `state/stack.json`, which `lagwatch status` reads
+(it also asks the API's /healthz and /readyz whether the lake is fresh).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -82,8 +84,37 @@ def _components(config: Config, with_demo: bool) -> list[Component]:
         Component(
             "dashboard + alerts", _lagwatch(config, "dashboard"), lambda: _http_ok(f"{dashboard_url}/_stcore/health")
         ),
+        _api_component(config),
     ]
     return parts
+
+
+# --- the HTTP API (`lagwatch api`): started beside the dashboard, checked by `lagwatch status` ---
+def _api_url(config: Config) -> str:
+    return f"http://{config.api.host}:{config.api.port}"
+
+
+def _api_component(config: Config) -> Component:
+    return Component("api", _lagwatch(config, "api"), lambda: _http_ok(f"{_api_url(config)}/healthz"))
+
+
+def _api_health(api_url: str) -> tuple[bool, str]:
+    """(healthy, one line) from the API's /healthz and /readyz: ready means the lake is fresh."""
+    if not _http_ok(f"{api_url}/healthz"):
+        return False, f"{'api http':<20} {api_url:<17} NOT ANSWERING"
+    try:
+        with urllib.request.urlopen(f"{api_url}/readyz", timeout=5) as response:
+            ready = json.loads(response.read())
+    except urllib.error.HTTPError as exc:  # 503: answered, not ready
+        ready = json.loads(exc.read())
+    except OSError:
+        return False, f"{'api http':<20} {api_url:<17} /readyz NOT ANSWERING"
+    age = ready["lake"]["age_s"]
+    lake = "no data" if age is None else f"lake {age:.0f} s old"
+    quiet = [name for name, c in ready["components"].items() if not c["ok"]]
+    verdict = "ready" if ready["ready"] else f"NOT READY (bound {ready['max_age_s']:.0f} s)"
+    silent = f"; quiet: {', '.join(quiet)}" if quiet else ""
+    return bool(ready["ready"]), f"{'api http':<20} {api_url:<17} {verdict}, {lake}{silent}"
 
 
 def _start(component: Component, env: dict[str, str], logs: Path) -> None:
@@ -124,6 +155,7 @@ def _write_state(config: Config, bootstrap: str, parts: list[Component]) -> None
     state = {
         "bootstrap_servers": bootstrap,
         "dashboard_url": f"http://{config.dashboard.host}:{config.dashboard.port}",
+        "api_url": _api_url(config),
         "components": {c.name: c.process.pid for c in parts if c.process},
         "supervisor": os.getpid(),
     }
@@ -178,7 +210,7 @@ def run_up(config: Config, args: argparse.Namespace) -> int:
                         stop["requested"] = True
                 time.sleep(0.5)
         finally:
-            print("stopping: dashboard, Spark job, collectors, demo, then the broker", flush=True)
+            print("stopping: api, dashboard, Spark job, collectors, demo, then the broker", flush=True)
             for part in reversed(parts):
                 _stop(part)
             _state_file(config).unlink(missing_ok=True)
@@ -207,6 +239,9 @@ def run_status(config: Config, args: argparse.Namespace) -> int:
     dashboard_ok = _http_ok(f"{state['dashboard_url']}/_stcore/health")
     print(f"{'dashboard http':<20} {state['dashboard_url']:<17} {'ok' if dashboard_ok else 'NOT ANSWERING'}")
     healthy &= dashboard_ok
+    api_ok, api_line = _api_health(state.get("api_url", _api_url(config)))
+    print(api_line)
+    healthy &= api_ok
     return 0 if healthy else 1
 
 

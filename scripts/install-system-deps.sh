@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Lagwatch needs, only those that are missing.
 #   run:  a JDK (Spark, the JMX backends, the JMX test double)
-#   test: the above plus chromium (headless browser tests) and Alertmanager
+#   test: the above plus chromium (headless browser tests), Alertmanager and Prometheus
+#         (`prometheus` brings promtool; tests/api scrape `lagwatch api` with it)
 set -euo pipefail
 profile="${1:-run}"
 
@@ -10,6 +11,7 @@ command -v javac >/dev/null 2>&1 || need+=(openjdk-17-jdk-headless)
 if [ "$profile" = "test" ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
   command -v prometheus-alertmanager >/dev/null 2>&1 || need+=(prometheus-alertmanager)
+  command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 
@@ -22,5 +24,6 @@ $sudo apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 # Debian starts services on install; Lagwatch's tests start their own Alertmanager.
 if [ "$profile" = "test" ] && command -v systemctl >/dev/null 2>&1; then
   $sudo systemctl disable --now prometheus-alertmanager >/dev/null 2>&1 || true
+  $sudo systemctl disable --now prometheus prometheus-node-exporter >/dev/null 2>&1 || true
 fi
 echo "installed: ${need[*]}"

@@ -2,10 +2,8 @@
 
 Pure pyarrow, no Spark: the Python Kafka source runs :func:`decode_batch` in its reader, and
 ``parse.py`` runs it in ``mapInArrow`` after Spark's native source. Why not Spark's ``from_json``:
-parsing was the job's largest cost. Decoding takes ≈ 2 µs of CPU per record (1.6 µs of it in
-pyarrow's C++ JSON reader); on 2 cores the parse stage went from 1.57 s per 250,000 records
-with ``from_json`` and the same checks as Spark expressions to 1.23 s in ``mapInArrow``, and
-to no separate stage at all in the Python source (docs/rollups.md, "Cost").
+parsing was the job's largest cost, and pyarrow's JSON reader with column-wise checks is
+cheaper (docs/performance.md).
 
 How a batch is read:
 
@@ -270,8 +268,8 @@ def _first_error(
 ) -> pa.Array:
     """Each record's first failing check (module docstring), NULL for a valid sample.
 
-    A check's reason text is built only when some record fails it: building them all, for
-    batches that are nearly always valid, cost ≈ 0.5 µs per record.
+    A check's reason text is built only when some record fails it: batches are nearly always
+    valid, and building every reason up front was a measurable share of decoding.
     """
     missing = _missing_fields(rows)
     version = rows.column("v")

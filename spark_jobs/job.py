@@ -8,8 +8,8 @@ operator, which drops duplicate samples and passes dead letters straight through
 dead_letters, written by foreachBatch (append of newest versions; readers keep the newest).
 A malformed record is written in the batch that read it; it never waits for the watermark.
 
-Why one query: reading and parsing the topic is a third of the job's CPU; a second query for
-the dead letters did it all again. The Kafka offsets live in the checkpoint, so a kill -9 at
+Why one query: reading and parsing the topic is a large share of the job's CPU; a second
+query for the dead letters would pay it again. The Kafka offsets live in the checkpoint, so a kill -9 at
 any moment resumes with the unfinished batch replayed into the very same files
 (see lake_sink.py).
 

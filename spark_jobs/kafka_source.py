@@ -1,4 +1,4 @@
-"""A Kafka streaming source for Spark, written with the Python Data Source API (DESIGN §6).
+"""A Kafka streaming source for Spark, written with the Python Data Source API.
 
 Why it exists: Spark's own `kafka` source lives in a jar that cannot be downloaded here. This
 source reads the same records with confluent-kafka and yields the same columns
@@ -176,9 +176,8 @@ class KafkaRangePartition(InputPartition):
 #: Defaults for range reads (a user's own settings win).
 #: - fetch.queue.backoff.ms: how long librdkafka waits before it looks again at a full
 #:   prefetch queue. At 0 its fetcher thread spun on that check for as long as the reader was
-#:   busy decoding, which cost as much CPU as the reader itself: this one setting took the
-#:   throughput bench from ≈ 95,000 to ≈ 130,000 samples/s and the job's CPU from ≈ 190 s to
-#:   142 s for 8 M samples. 10 ms is a sliver of the time a reader takes for 20,000 records.
+#:   busy decoding, which cost as much CPU as the reader itself (docs/performance.md). 10 ms is
+#:   a sliver of the time a reader takes for 20,000 records.
 #: - queued.min.messages, max.partition.fetch.bytes: a shallow prefetch. A read stops at its
 #:   range's end, but librdkafka keeps fetching ahead and decompresses and parses all it
 #:   fetched; with a queue of a million and 50 MB fetches, each range of a capped batch paid
@@ -410,8 +409,8 @@ def _cyclic_gc_paused() -> Iterator[None]:
 
     Why: a read allocates about ten tracked objects per record (librdkafka messages, timestamp
     tuples, list growth), so the collector runs every few hundred records and, as the read's
-    lists age, ever more full passes over the worker's whole heap. Measured on 167,000
-    records: 5.3 → 4.1 µs of CPU per record. The read makes no reference cycles of its own
+    lists age, ever more full passes over the worker's whole heap (a quarter of the read's CPU,
+    docs/performance.md). The read makes no reference cycles of its own
     (``gc.collect()`` after a read of 45,000 records finds nothing); any that others make are
     collected once it ends.
     """

@@ -3,7 +3,7 @@
 Input: the admin collector's `committed_offset` and `consumer_lag` samples (source 'admin',
 labels group_id/topic/partition). The two samples of one partition from one collector cycle
 share a ts; paired, they give committed offset, lag and so the log-end offset at that moment
-(end = committed + lag, both read in the same cycle, DESIGN §2). `log_end_offset` samples are
+(end = committed + lag, both read in the same cycle by the admin collector). `log_end_offset` samples are
 per partition, not per group, and need no pairing: the end offset is already implied here.
 
 State is kept per (cluster, group) — all partitions of a group in one place, so a group's

@@ -2,7 +2,7 @@
 
 The streaming job (`spark_jobs/lag.py`) feeds each (cluster, group, topic, partition) its
 observations in time order — one per collector cycle: the committed offset and the lag the
-collector measured in the same cycle (DESIGN §2), so the log-end offset at that moment is
+collector measured in the same cycle (docs/admin-collector.md), so the log-end offset at that moment is
 ``committed + lag``. A :class:`PartitionTracker` keeps, per partition of a group:
 
 - the log-end history ``(ts, end)``, bounded (``history_points``) by thinning the older half,
@@ -46,9 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from lagwatch.config import LagConfig
-
-#: Group status is the worst partition status; this is the order of "worse".
-STATUS_SEVERITY: dict[str, int] = {"OK": 0, "WARN": 1, "REWIND": 2, "STALL": 3, "STOP": 4, "ERR": 5}
+from lagwatch.vocabulary import STATUS_SEVERITY
 
 
 @dataclass(frozen=True, slots=True)

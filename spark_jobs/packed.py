@@ -1,9 +1,7 @@
 """Arrow tables carried through Spark as one binary cell: many samples per Spark row.
 
-Why: Spark spends its CPU per row, not per byte. Measured over a bench run, every sample that
-crossed as its own row cost the JVM ≈ 13 µs (Arrow to Spark rows, the exchange, Arrow again to
-the stateful operator's worker, and the JIT compiling for all of it): more than the whole
-budget of 150,000 samples/s on two cores. Packed, a Spark row holds thousands of samples as one
+Why: Spark spends its CPU per row, not per byte: a sample crossing as its own row cost more
+than the job's whole per-sample budget (docs/performance.md). Packed, a Spark row holds thousands of samples as one
 Arrow IPC stream, and Spark keeps doing what only it does here: offsets and state in the
 checkpoint, the watermark, the exchange to the state's partition, the triggers.
 

@@ -1,9 +1,8 @@
 """Raw Kafka records from Spark's native source → decoded samples, packed (``packed.py``).
 
 The records are decoded in Python, a whole Arrow batch at a time (``mapInArrow`` over
-:func:`decode.decode_batch`): pyarrow's JSON reader and column-wise checks made this stage
-1.23 s per 250,000 records on 2 cores, where ``from_json`` and the same checks as Spark
-expressions took 1.57 s. ``decode.py`` says how a batch is read and which check names a
+:func:`decode.decode_batch`): cheaper than ``from_json`` with the same checks as Spark
+expressions (docs/performance.md). ``decode.py`` says how a batch is read and which check names a
 record's error. The bundled Python Kafka source runs the same decoder, and the router, in its
 reader; after this module ``route.routed`` routes the packed rows, so both sources hand
 ``rollups.rollups`` the same routed frame.

@@ -148,9 +148,8 @@ def encode_parts(parts: list[tuple[str, windows.Columns]]) -> pd.DataFrame:
     a union row of all their columns (43, most of them NULL) cost more to pass from the Python
     worker to the JVM and back to the driver's Arrow than the aggregation itself. A blob per
     table crosses both boundaries as a few large values; :func:`decode_table` opens it.
-    The blobs are LZ4-compressed: a batch of 500,000 samples came to the driver as 90 MB, and
-    as 28 MB compressed, which cut the operator's stage from ≈ 1.7 s to ≈ 1.2 s and the
-    driver's share of the batch from ≈ 1.2 s to ≈ 0.9 s (Spark's event log, same bench).
+    The blobs are LZ4-compressed: about a third of the bytes to move, which shortens both the
+    operator's stage and the driver's share of a batch (docs/performance.md).
     """
     return pd.DataFrame(
         {

@@ -102,10 +102,8 @@ def route(samples: pa.Table, cluster: str | None, lag_routing: bool) -> pa.Recor
     ``samples`` has the sample's columns (decode.DECODED_SCHEMA, or spark_jobs.schema's
     PARSED_SAMPLE_SCHEMA); ``cluster`` names a record that cannot tell its own.
 
-    The packed rows are LZ4-compressed: the JVM then moves ≈ 23 MB per million samples through
-    the exchange instead of ≈ 111 MB, for ≈ 0.12 s of compression here and as much to
-    decompress in the operator. The throughput bench went from ≈ 130,000 to ≈ 147,000 samples/s
-    and the job's CPU from ≈ 145 s to 130 s.
+    The packed rows are LZ4-compressed: the JVM moves a fifth of the bytes through the exchange,
+    for far less CPU than it saves (docs/performance.md).
     """
     rows, buckets = operator_rows(samples, cluster, lag_routing)
     order = np.argsort(buckets, kind="stable")
@@ -189,7 +187,7 @@ def _series_routes(series: pa.Table, lag_routing: bool) -> SeriesRoutes:
 
     Vectorised but for one xxhash call per series (and three per lag series): a batch of a
     live cluster holds about as many series as samples. The sid is ``spark_hash`` of one
-    string, inlined: the general function costs ≈ 2 µs per call here.
+    string, inlined: the general function's per-call cost showed in the profile.
     """
     texts = series.column("text").cast(pa.binary()).to_pylist()
     sid = np.fromiter((xxhash.xxh64_intdigest(text, _SPARK_SEED) for text in texts), np.uint64, len(texts))

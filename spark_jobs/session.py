@@ -1,10 +1,10 @@
 """The SparkSession for the streaming job, built from `[spark]` in the config.
 
-Why these defaults (DESIGN §6): `spark.sql.shuffle.partitions` is frozen into the checkpoint at
-the first start, and Spark's default of 200 made a 10k-row batch take 10 s on 2 cores, so it
-defaults to the master's core count; the UI is off unless configured (a port nobody asked
-for); the session zone is UTC so timestamps are never shifted; Arrow is on because the lake
-writer converts every batch to Arrow.
+Why these defaults: `spark.sql.shuffle.partitions` is frozen into the checkpoint at the first
+start, and Spark's default of 200 makes small batches an order of magnitude slower on 2 cores
+(docs/performance.md), so it defaults to the master's core count; the UI is off unless
+configured (a port nobody asked for); the session zone is UTC so timestamps are never
+shifted; Arrow is on because the lake writer converts every batch to Arrow.
 """
 
 from __future__ import annotations
@@ -45,15 +45,13 @@ def session_settings(config: Config) -> dict[str, str]:
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         # Rows per Arrow batch sent to a Python worker. Samples travel packed (packed.py), so this
         # now matters where raw records meet the decoder after Spark's native Kafka source: one
-        # packed cell per 50,000 records (10,000, the default, measured ~10 % slower when every
-        # sample was a row).
+        # packed cell per 50,000 records (the default 10,000 was slower, docs/performance.md).
         "spark.sql.execution.arrow.maxRecordsPerBatch": "50000",
         # Python workers connect back within this time; 15 s (the default) failed on a loaded 2-core box.
         "spark.python.authenticate.socketTimeout": "120s",
         # The JVM only moves packed cells and keeps offsets and state here; Python does the work.
-        # HotSpot's optimising compiler (C2) still compiled all run long, ≈ 1.8 of every 10 s of
-        # CPU on 2 cores. With the quick compiler only, the throughput bench went from ≈ 124,000 to
-        # ≈ 142,000 samples/s and the job's CPU for 8 M samples from ≈ 150 s to ≈ 125 s.
+        # HotSpot's optimising compiler (C2) still compiled all run long, so the quick compiler
+        # alone is cheaper here (docs/performance.md).
         # Spark reads these when it starts the JVM: `lagwatch stream` does, spark-submit does not
         # (pass --driver-java-options there).
         "spark.driver.extraJavaOptions": JAVA_OPTIONS,

@@ -6,8 +6,8 @@ the window of the later sample), and a counter reset (broker restart: value < pr
 count the new value as the increase. That is per-series state across windows and batches,
 which Spark's built-in aggregation does not keep.
 
-Why buckets: one Python call per series would cost ~1 ms each (pandas frame + state object
-per group), far too slow for hundreds of thousands of series. Series are hashed into buckets
+Why buckets: one Python call per series (a pandas frame and a state object per group) is far
+too slow for hundreds of thousands of series (docs/performance.md). Series are hashed into buckets
 instead (``rollups.py`` runs the one stateful operator); each call handles a whole bucket with
 numpy, and a bucket's state per window size is one npz blob of column arrays:
 
@@ -106,9 +106,8 @@ def label_arrays(keys: np.ndarray, ids: np.ndarray, types: dict[str, pa.DataType
     """Like :func:`series_labels`, but Arrow arrays of the given types, for output rows.
 
     Why: building an Arrow column from an object array costs per row; here each distinct
-    series' label is converted once and the rows gather it (a take). In the operator's profile
-    of a 500,000-sample batch, parsing and converting labels took ≈ 0.5 s of 1.3 s before, and
-    this function 0.1 s after.
+    series' label is converted once and the rows gather it (a take), a fifth of the per-row
+    cost (docs/performance.md).
     """
     codes, decoded = _distinct_labels(keys, ids)
     indices = pa.array(codes, pa.int32())

@@ -1,5 +1,9 @@
 """The whole stack as `make run` starts it: `lagwatch up` with the demo workload.
 
+It runs twice: on the embedded tansu (what `make run` uses) and on a real Apache Kafka broker
+with the samples topic on it too (batched publisher) and the broker's own JMX scraped by the
+jpype backend beside the demo's simulated exporter.
+
 Within a bounded time the slow group must be WARN with time lag rising and the stopped group
 STOP, each with its reason; an alert for the slow group must reach a real webhook receiver;
 the dashboard (real chromium) must show those statuses, and its numbers must match a DuckDB
@@ -16,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +29,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from lagwatch.broker import free_port
 from lagwatch.lake import connect_readonly
+from tests.fixtures.real_kafka import RealKafkaBroker
 from tests.fixtures.webhook_receiver import WebhookReceiver
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -32,11 +38,25 @@ STATUS_TIMEOUT_S = 300
 SLOW, STOPPED = "orders-analytics", "payments-archiver"
 
 
-def _config(tmp_path: Path, receiver: WebhookReceiver) -> tuple[Path, int]:
-    dashboard_port, sim_port = free_port(), free_port()
+def _real_broker_sections(kafka: RealKafkaBroker) -> str:
+    """A configured cluster: the real broker, and its JMX scraped beside the simulated exporter."""
+    return f"""
+bootstrap_servers = "{kafka.bootstrap_servers}"
+[[jmx.targets]]
+broker = "1"
+host = "127.0.0.1"
+port = {kafka.jmx_port}
+backend = "jpype"
+"""
+
+
+def _config(tmp_path: Path, receiver: WebhookReceiver, kafka: RealKafkaBroker | None) -> tuple[Path, int]:
+    dashboard_port, sim_port, api_port = free_port(), free_port(), free_port()
+    cluster = _real_broker_sections(kafka) if kafka else ""
     text = f"""
 [cluster]
 name = "e2e"
+{cluster}
 [collect]
 interval_s = 2
 timeout_s = 2
@@ -56,6 +76,8 @@ watermark_s = 10
 window_s = 40
 [dashboard]
 port = {dashboard_port}
+[api]
+port = {api_port}
 [demo]
 rate = 30
 jmx_sim_port = {sim_port}
@@ -150,11 +172,34 @@ def _wait_for_line(process: subprocess.Popen[str], pattern: str, timeout_s: floa
     raise AssertionError(f"no line matching {pattern!r}; output so far:\n{''.join(seen)}")
 
 
+def _real_jmx_rate(tmp_path: Path) -> float:
+    """Highest per-second rate of records in that the lake holds for the real broker (id 1)."""
+    con = connect_readonly(tmp_path / "lake", tmp_path / "lagwatch.duckdb")
+    try:
+        (rate,) = con.execute(
+            "SELECT max(rate_per_s) FROM metrics_1m WHERE broker = '1' AND metric = 'messages_in_total' "
+            "AND topic IS NULL"
+        ).fetchone()
+    finally:
+        con.close()
+    return float(rate or 0)
+
+
+@pytest.fixture(params=["tansu", "kafka"])
+def stack_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RealKafkaBroker | None]:
+    """None: `lagwatch up` starts its embedded tansu; else a real broker of this test's own."""
+    if request.param == "tansu":
+        yield None
+        return
+    with RealKafkaBroker(work_dir=tmp_path / "kafka") as kafka:
+        yield kafka
+
+
 @pytest.mark.slow
 def test_make_run_stack_judges_groups_alerts_and_shows_it(
-    tmp_path: Path, webhook_receiver: WebhookReceiver, artifacts_dir: Path
+    tmp_path: Path, webhook_receiver: WebhookReceiver, artifacts_dir: Path, stack_broker: RealKafkaBroker | None
 ) -> None:
-    config, dashboard_port = _config(tmp_path, webhook_receiver)
+    config, dashboard_port = _config(tmp_path, webhook_receiver, stack_broker)
     started = time.monotonic()
     process = subprocess.Popen(
         [sys.executable, "-m", "lagwatch.cli", "--config", str(config), "up"],
@@ -202,6 +247,9 @@ def test_make_run_stack_judges_groups_alerts_and_shows_it(
         broker_committed = _committed_total(bootstrap, STOPPED, "demo.payments")
         assert broker_committed > 0
         assert _lake_committed_total(tmp_path, STOPPED) == broker_committed
+
+        if stack_broker is not None:  # the real broker's own MBeans reached the lake as rates
+            assert _real_jmx_rate(tmp_path) > 0
 
         _check_dashboard(dashboard_port, tmp_path, artifacts_dir)
         timings = f"up {up_s:.0f} s, WARN+STOP and rising time lag {judged_s:.0f} s, alert {alerted_s:.0f} s"

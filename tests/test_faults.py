@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 
 from dashboard.alerts.receivers import INCIDENT_HEADER, SEQUENCE_HEADER
-from lagwatch.broker import EmbeddedBroker
 from lagwatch.kafka import ensure_topic
 from lagwatch.lake import connect_readonly
 from tests.dashboard.alerts import lake_rows
 from tests.dashboard.alerts.support import outbox_rows, wait_until, write_config
 from tests.fixtures.exporter import Exporter
 from tests.fixtures.processes import start_lagwatch
+from tests.fixtures.real_kafka import RealKafkaBroker
 from tests.fixtures.samples_topic import read_messages, read_samples
 from tests.fixtures.webhook_receiver import WebhookReceiver
 from tests.spark_jobs.samples_io import produce_values
@@ -41,13 +41,13 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-def own_broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
-    """A broker of this test alone: it is paused, which the session broker's other users must not see."""
-    with EmbeddedBroker(log_path=tmp_path / "tansu.log") as broker:
+def own_broker(tmp_path: Path) -> Iterator[RealKafkaBroker]:
+    """A real broker of this test alone: it is paused, which the session broker's other users must not see."""
+    with RealKafkaBroker(work_dir=tmp_path / "kafka") as broker:
         yield broker
 
 
-def _pipeline_config(tmp_path: Path, broker: EmbeddedBroker, exporter: Exporter) -> Path:
+def _pipeline_config(tmp_path: Path, broker: RealKafkaBroker, exporter: Exporter) -> Path:
     path = tmp_path / "config.toml"
     path.write_text(
         f"""
@@ -57,8 +57,6 @@ bootstrap_servers = "{broker.bootstrap_servers}"
 [transport]
 samples_topic = "samples"
 samples_partitions = 3
-[transport.producer]
-"batch.num.messages" = 1
 [collect]
 interval_s = 1
 timeout_s = 1
@@ -114,7 +112,7 @@ def _delivery_counts(log: Path) -> tuple[int, int, int]:
 
 
 def test_broker_paused_60_s_then_resumed_loses_no_sample(
-    own_broker: EmbeddedBroker, exporter: Exporter, tmp_path: Path
+    own_broker: RealKafkaBroker, exporter: Exporter, tmp_path: Path
 ) -> None:
     """SIGSTOP the only broker (transport and monitored cluster) for 60 s under a running pipeline.
 
@@ -163,7 +161,7 @@ def test_broker_paused_60_s_then_resumed_loses_no_sample(
 
 
 def test_malformed_burst_into_a_running_stream_goes_to_dead_letters(
-    own_broker: EmbeddedBroker, exporter: Exporter, tmp_path: Path
+    own_broker: RealKafkaBroker, exporter: Exporter, tmp_path: Path
 ) -> None:
     """1,000 malformed records of six kinds land in the topic while the job runs on live samples."""
     config = _pipeline_config(tmp_path, own_broker, exporter)

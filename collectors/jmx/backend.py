@@ -59,13 +59,16 @@ def as_number(value: object) -> float | None:
 
 
 def missing_errors(definitions: Sequence[MetricDef], readings: Sequence[Reading], errors: Sequence[str]) -> list[str]:
-    """Errors for exact ObjectNames that produced nothing (a pattern matching nothing is normal)."""
+    """Errors for exact ObjectNames that produced nothing.
+
+    A pattern matching nothing is normal, and so is a ZooKeeper-only MBean missing on a KRaft broker.
+    """
     read = {id(r.definition) for r in readings}
     already = " ".join(errors)
     return [
         f"{d.query()}: no such MBean or attribute"
         for d in definitions
-        if not d.is_pattern and id(d) not in read and d.query() not in already
+        if not d.is_pattern and not d.zookeeper_only and id(d) not in read and d.query() not in already
     ]
 
 

@@ -1,14 +1,14 @@
-"""Backend `jmxquery`: the package the product names, with its defects wrapped (DESIGN §6).
+"""Backend `jmxquery`: the package the product names, with its defects wrapped.
 
-jmxquery 0.6.0 runs its bundled jar (a fresh JVM, ≈ 0.45 s CPU) per query() call. Its own
+jmxquery 0.6.0 runs its bundled jar, a fresh JVM (docs/performance.md), per query() call. Its own
 wrapper is not used; this module runs the same jar itself because:
 - timeout: the wrapper's timeout raises AttributeError and the jar has no network timeout
-  (60–135 s on a silent port). Here the jar runs in its own process group under a wall-clock
+  (it hangs for minutes on a silent port). Here the jar runs in its own process group under a wall-clock
   deadline and is killed when the deadline passes; the RMI timeouts are also set on its JVM.
 - failures: connection and parse errors become TargetDown / per-metric errors, never a crash.
 - one bad ObjectName fails the jar's whole batch ("bad-query"): names are validated in Python
   first, and if the jar still rejects a batch it is bisected so only the bad query is lost
-  (each split costs one more JVM, so ≈ 2·log2(n) extra JVMs per bad name, within the deadline).
+  (each split costs one more JVM, all within the deadline).
 - quotes in string values break its JSON: output is parsed record by record (one per line),
   with a field-wise fallback for a line json cannot read.
 - credentials: the jar only takes them as `-u`/`-p` arguments. They are kept off the process

@@ -1,5 +1,6 @@
 """THE mapping table: Kafka MBean ObjectName + attribute, and Prometheus jmx_exporter names,
-to Lagwatch's canonical metric names (DESIGN §2). docs/metrics.md lists the same table.
+to Lagwatch's canonical metric names. The names, their kind and unit are registered in
+:mod:`lagwatch.vocabulary`; docs/metrics.md lists this table.
 
 Why one table: the three JMX backends (jmxquery, jpype, prometheus) must produce identical
 samples for the same broker, so that a dashboard or alert never depends on how a broker was
@@ -22,6 +23,8 @@ import functools
 import re
 from dataclasses import dataclass, field
 
+from lagwatch import vocabulary
+
 #: ObjectName key property / exporter label -> sample label.
 LABEL_KEYS: dict[str, str] = {
     "topic": "topic",
@@ -36,15 +39,23 @@ LABEL_KEYS: dict[str, str] = {
 class MetricDef:
     """One canonical metric read from one MBean attribute (a pattern may match many MBeans)."""
 
-    metric: str
-    kind: str  # counter | gauge
-    unit: str
+    metric: str  # a name registered in lagwatch.vocabulary
     object_name: str  # exact ObjectName, or a pattern with `*` values (one MBean per label value)
     attribute: str
     target: str  # broker | client: which kind of JMX target exposes it
-    description: str
     #: Extra exporter spellings beyond the derived ones (lower case).
     extra_exporter_names: tuple[str, ...] = field(default=())
+    #: Registered only by ZooKeeper-mode controllers: a KRaft broker (3.8 checked) has no such
+    #: MBean, so its absence there is expected, not a scrape error.
+    zookeeper_only: bool = False
+
+    @property
+    def kind(self) -> str:
+        return vocabulary.metric(self.metric).kind
+
+    @property
+    def unit(self) -> str:
+        return vocabulary.metric(self.metric).unit
 
     @property
     def is_pattern(self) -> bool:
@@ -68,103 +79,70 @@ class MetricDef:
         return f"{self.object_name}/{self.attribute}"
 
 
-def _meter(metric: str, object_name: str, description: str, unit: str = "count") -> list[MetricDef]:
-    return [MetricDef(metric, "counter", unit, object_name, "Count", "broker", description)]
+def _meter(metric: str, object_name: str, zookeeper_only: bool = False) -> MetricDef:
+    return MetricDef(metric, object_name, "Count", "broker", zookeeper_only=zookeeper_only)
 
 
-def _topic_meter(metric: str, name: str, unit: str, description: str) -> list[MetricDef]:
+def _topic_meter(metric: str, name: str) -> list[MetricDef]:
     """All-topic MBean (topic label null) and per-topic MBeans (topic label set)."""
     base = f"kafka.server:type=BrokerTopicMetrics,name={name}"
-    return [
-        MetricDef(metric, "counter", unit, base, "Count", "broker", f"{description}, all topics"),
-        MetricDef(metric, "counter", unit, f"{base},topic=*", "Count", "broker", f"{description}, per topic"),
-    ]
+    return [_meter(metric, base), _meter(metric, f"{base},topic=*")]
 
 
-def _gauge(metric: str, object_name: str, description: str, unit: str = "count", attribute: str = "Value") -> MetricDef:
-    return MetricDef(metric, "gauge", unit, object_name, attribute, "broker", description)
+def _gauge(metric: str, object_name: str) -> MetricDef:
+    return MetricDef(metric, object_name, "Value", "broker")
 
 
 _CONSUMER_FETCH = "kafka.consumer:type=consumer-fetch-manager-metrics,client-id=*"
 
 METRICS: tuple[MetricDef, ...] = (
-    *_topic_meter("messages_in_total", "MessagesInPerSec", "messages", "Records appended to the log"),
-    *_topic_meter("bytes_in_total", "BytesInPerSec", "bytes", "Bytes received from producers"),
-    *_topic_meter("bytes_out_total", "BytesOutPerSec", "bytes", "Bytes sent to consumers and followers"),
-    *_meter(
+    *_topic_meter("messages_in_total", "MessagesInPerSec"),
+    *_topic_meter("bytes_in_total", "BytesInPerSec"),
+    *_topic_meter("bytes_out_total", "BytesOutPerSec"),
+    _meter(
         "leader_elections_total",
         "kafka.controller:type=ControllerStats,name=LeaderElectionRateAndTimeMs",
-        "Leader elections (Timer Count)",
-        unit="elections",
+        zookeeper_only=True,
     ),
-    *_meter(
+    _meter(
         "unclean_leader_elections_total",
         "kafka.controller:type=ControllerStats,name=UncleanLeaderElectionsPerSec",
-        "Unclean leader elections (data loss possible)",
-        unit="elections",
+        zookeeper_only=True,
     ),
-    *_meter("isr_shrinks_total", "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec", "ISR shrinks"),
-    *_meter("isr_expands_total", "kafka.server:type=ReplicaManager,name=IsrExpandsPerSec", "ISR expands"),
-    _gauge("partition_count", "kafka.server:type=ReplicaManager,name=PartitionCount", "Partitions on this broker"),
-    _gauge("leader_count", "kafka.server:type=ReplicaManager,name=LeaderCount", "Partitions this broker leads"),
-    _gauge(
-        "under_replicated_partitions",
-        "kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions",
-        "Led partitions whose ISR is smaller than the replica set",
-    ),
-    _gauge(
-        "under_min_isr_partitions",
-        "kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount",
-        "Led partitions whose ISR is below min.insync.replicas",
-    ),
-    _gauge(
-        "active_controller_count",
-        "kafka.controller:type=KafkaController,name=ActiveControllerCount",
-        "1 on the active controller, else 0 (cluster sum must be 1)",
-    ),
-    _gauge(
-        "offline_partitions",
-        "kafka.controller:type=KafkaController,name=OfflinePartitionsCount",
-        "Partitions without a leader (reported by the active controller)",
-    ),
+    _meter("isr_shrinks_total", "kafka.server:type=ReplicaManager,name=IsrShrinksPerSec"),
+    _meter("isr_expands_total", "kafka.server:type=ReplicaManager,name=IsrExpandsPerSec"),
+    _gauge("partition_count", "kafka.server:type=ReplicaManager,name=PartitionCount"),
+    _gauge("leader_count", "kafka.server:type=ReplicaManager,name=LeaderCount"),
+    _gauge("under_replicated_partitions", "kafka.server:type=ReplicaManager,name=UnderReplicatedPartitions"),
+    _gauge("under_min_isr_partitions", "kafka.server:type=ReplicaManager,name=UnderMinIsrPartitionCount"),
+    _gauge("active_controller_count", "kafka.controller:type=KafkaController,name=ActiveControllerCount"),
+    _gauge("offline_partitions", "kafka.controller:type=KafkaController,name=OfflinePartitionsCount"),
     MetricDef(
         "request_handler_avg_idle_percent",
-        "gauge",
-        "ratio",
         "kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent",
-        "OneMinuteRate",
+        "OneMinuteRate",  # a Yammer Meter: its one-minute rate is the idle share
         "broker",
-        "Request handler threads idle share, 0..1 (Yammer Meter: one-minute rate)",
         extra_exporter_names=("kafka_server_kafkarequesthandlerpool_requesthandleravgidle_percent",),
     ),
     MetricDef(
         "network_processor_avg_idle_percent",
-        "gauge",
-        "ratio",
         "kafka.network:type=SocketServer,name=NetworkProcessorAvgIdlePercent",
         "Value",
         "broker",
-        "Network processor threads idle share, 0..1",
         extra_exporter_names=("kafka_network_socketserver_networkprocessoravgidle_percent",),
     ),
     MetricDef(
         "records_lag_max",
-        "gauge",
-        "records",
         _CONSUMER_FETCH,
         "records-lag-max",
         "client",
-        "Consumer client: largest partition lag in the sample window",
         extra_exporter_names=("kafka_consumer_fetch_manager_records_lag_max",),
     ),
     MetricDef(
         "records_consumed_rate",
-        "gauge",
-        "records/s",
         _CONSUMER_FETCH,
         "records-consumed-rate",
         "client",
-        "Consumer client: records consumed per second",
         extra_exporter_names=("kafka_consumer_fetch_manager_records_consumed_rate",),
     ),
 )

@@ -2,12 +2,8 @@
 
 Why compile at start-up: a rule with a typo in its metric, duration or template would
 otherwise fail silently at 3 a.m. (no rows match, or the page has no text). Everything a rule
-names is checked here, and the ConfigError names the rule and the key.
-
-Status order (worst last): OK < WARN < REWIND < STALL < STOP < ERR. REWIND (offsets went back)
-is an anomaly worth a look but usually self-healing, so it ranks below a consumer that no
-longer moves (STALL) or no longer commits (STOP); ERR (the status could not be judged) is the
-most severe because nothing else about the group can be trusted.
+names is checked here, and the ConfigError names the rule and the key. Metric names and the
+status order come from :mod:`lagwatch.vocabulary`; lake columns from :mod:`lagwatch.lake`.
 """
 
 from __future__ import annotations
@@ -17,49 +13,10 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
+from lagwatch import vocabulary
 from lagwatch.config import AlertRule, AlertsConfig, ConfigError
 from lagwatch.lake import LABEL_COLUMNS, TABLES
-
-STATUS_ORDER: tuple[str, ...] = ("OK", "WARN", "REWIND", "STALL", "STOP", "ERR")
-
-#: Canonical metric names (DESIGN §2) plus the collectors' own health metrics. Custom
-#: exporter metrics are declared with `[alerts] extra_metrics`.
-CANONICAL_METRICS: frozenset[str] = frozenset(
-    {
-        "messages_in_total",
-        "bytes_in_total",
-        "bytes_out_total",
-        "bytes_rejected_total",
-        "failed_produce_requests_total",
-        "failed_fetch_requests_total",
-        "leader_elections_total",
-        "unclean_leader_elections_total",
-        "partition_count",
-        "leader_count",
-        "under_replicated_partitions",
-        "under_min_isr_partitions",
-        "offline_partitions",
-        "active_controller_count",
-        "request_handler_idle_ratio",
-        "network_processor_idle_ratio",
-        "isr_shrinks_total",
-        "isr_expands_total",
-        "log_end_offset",
-        "log_start_offset",
-        "committed_offset",
-        "consumer_lag",
-        "records_lag_max",
-        "records_consumed_rate",
-        "consumer_group_members",
-        "consumer_group_state",
-        "up",
-        "scrape_duration_seconds",
-        "collector_samples_produced_total",
-        "collector_samples_delivered_total",
-        "collector_samples_failed_total",
-        "collector_targets_assigned",
-    }
-)
+from lagwatch.vocabulary import STATUS_ORDER
 
 METRIC_TABLES = ("metrics_1m", "metrics_10s")
 METRIC_FIELDS = ("last", "avg", "min", "max", "first", "rate_per_s", "samples")
@@ -174,10 +131,6 @@ class _TemplateValues(dict):  # type: ignore[type-arg]
         return ""
 
 
-def status_rank(level: str) -> int:
-    return STATUS_ORDER.index(level)
-
-
 def _choose_source(rule: AlertRule) -> Source:
     if rule.table:
         if rule.table not in SOURCES:
@@ -200,11 +153,17 @@ def _value_column(rule: AlertRule, source: Source, known_metrics: frozenset[str]
     if source.table in METRIC_TABLES:
         if rule.metric not in known_metrics:
             raise ConfigError(
-                f"{where}: metric: unknown metric {rule.metric!r} (not a canonical metric, not a column of "
-                "lag_1m/group_status/pipeline_progress; declare custom metrics in [alerts] extra_metrics)"
+                f"{where}: metric: unknown metric {rule.metric!r} (no collector emits it: not in "
+                "docs/metrics.md, not a column of lag_1m/group_status/pipeline_progress; declare custom "
+                "exporter metrics in [alerts] extra_metrics)"
             )
         if rule.field not in METRIC_FIELDS:
             raise ConfigError(f"{where}: field: unknown field {rule.field!r} ({', '.join(METRIC_FIELDS)})")
+        registered = vocabulary.METRIC_BY_NAME.get(rule.metric)
+        if rule.field == "rate_per_s" and registered is not None and registered.kind != "counter":
+            raise ConfigError(
+                f"{where}: field: rate_per_s is only computed for counters; {rule.metric!r} is a {registered.kind}"
+            )
         return rule.metric, rule.field
     if source.table == DEAD_LETTERS:
         if rule.metric != DEAD_LETTERS:
@@ -428,5 +387,5 @@ def compile_rules(alerts: AlertsConfig) -> list[CompiledRule]:
         if rule.name in seen:
             raise ConfigError(f"alerts.rules: duplicate rule name {rule.name!r}")
         seen.add(rule.name)
-    known = CANONICAL_METRICS | frozenset(alerts.extra_metrics)
+    known = vocabulary.METRIC_NAMES | frozenset(alerts.extra_metrics)
     return [compile_rule(rule, known, set(receiver_names)) for rule in configured]

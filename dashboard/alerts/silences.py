@@ -9,7 +9,6 @@ atomically under a lock file, because the dashboard and the engine may be separa
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import fcntl
 import json
 import os
@@ -131,17 +130,3 @@ def expire_silence(config: Config, silence_id: str) -> bool:
         if found:
             _write(path, silences)
     return found
-
-
-# Short names the dashboard's Alerts page looks up (dashboard/pages/alerts.py: create, expire, list).
-# Nothing in this module calls the builtin `list`, so binding the name below is safe here.
-
-
-def create(config: Config, *, matchers: dict[str, str], ends_at: dt.datetime, comment: str = "",
-           created_by: str = "") -> str:  # fmt: skip
-    """Create a silence that ends at `ends_at` (an aware datetime)."""
-    return create_silence(config, matchers, ends_at.timestamp() - time.time(), created_by, comment)
-
-
-expire = expire_silence
-list = list_silences

@@ -97,20 +97,3 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
-
-
-def read_alert_state(state_dir: Path) -> dict[str, Any]:
-    """The engine's current alerts and groups, read-only (for the dashboard's Alerts page).
-
-    {"alerts": {fingerprint: {rule, labels, state: pending|firing, value, starts_at, suppressed,
-    annotations}}, "groups": {...}}; empty when no engine has run with this state dir.
-    """
-    path = state_dir / "engine.sqlite"
-    if not path.exists():
-        return {"alerts": {}, "groups": {}}
-    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-    try:
-        rows = db.execute("SELECT value FROM kv WHERE key = 'notifier'").fetchall()
-    finally:
-        db.close()
-    return json.loads(rows[0][0]) if rows else {"alerts": {}, "groups": {}}

@@ -2,26 +2,12 @@
 
 from __future__ import annotations
 
-import datetime as dt
-import importlib
-from types import ModuleType
-
 import pandas as pd
 import streamlit as st
 
-from dashboard import queries, state, ui
+from dashboard import queries, ui
+from dashboard.alerts import silences as silence_store
 from lagwatch.config import ConfigError
-
-SILENCE_FUNCTIONS = ("create", "expire", "list")
-
-
-def silence_api() -> ModuleType | None:
-    """The alert engine's silences module, if it is installed with create/expire/list."""
-    try:
-        module = importlib.import_module("dashboard.alerts.silences")
-    except ImportError:
-        return None
-    return module if all(callable(getattr(module, name, None)) for name in SILENCE_FUNCTIONS) else None
 
 
 def event_counts(events: pd.DataFrame) -> None:
@@ -47,14 +33,7 @@ def _silence_frame(rows: list[dict[str, object]]) -> pd.DataFrame:
 
 
 def silences(ctx: ui.AppContext) -> None:
-    api = silence_api()
-    if api is None:
-        ui.empty(
-            "The silence engine is not available yet (module `dashboard.alerts.silences` is missing): "
-            "silences cannot be created or expired from here."
-        )
-        return
-    current = _silence_frame([s if isinstance(s, dict) else vars(s) for s in api.list(ctx.config)])
+    current = _silence_frame(silence_store.list_silences(ctx.config))
     active = current[current["active"]] if "active" in current.columns else current
     st.metric("Active silences", ui.number(len(active)))
     if current.empty:
@@ -67,11 +46,8 @@ def silences(ctx: ui.AppContext) -> None:
         comment = st.text_input("Comment")
         author = st.text_input("Created by")
         if st.form_submit_button("Create silence"):
-            ends_at = state.utc_now() + dt.timedelta(hours=float(hours))
             try:
-                api.create(
-                    ctx.config, matchers=_matchers(matchers), ends_at=ends_at, comment=comment, created_by=author
-                )
+                silence_store.create_silence(ctx.config, _matchers(matchers), float(hours) * 3600, author, comment)
             except ConfigError as exc:
                 st.error(f"Silence not created: {exc}")
             else:
@@ -79,7 +55,7 @@ def silences(ctx: ui.AppContext) -> None:
     if len(active) and "id" in active.columns:
         chosen = st.selectbox("Expire silence", active["id"].tolist(), key="expire_pick")
         if st.button("Expire"):
-            api.expire(ctx.config, chosen)
+            silence_store.expire_silence(ctx.config, chosen)
             st.rerun()
 
 
@@ -96,7 +72,7 @@ def render() -> None:
     if data["firing"].empty:
         st.success("No alerts firing.")
     else:
-        ui.table(data["firing"])
+        ui.alert_table(data["firing"])
     st.subheader("History")
     if data["events"].empty:
         ui.empty(
@@ -105,7 +81,7 @@ def render() -> None:
         )
     else:
         event_counts(data["events"])
-        ui.table(data["events"])
+        ui.alert_table(data["events"])
 
 
 st.title("Alerts")

@@ -11,16 +11,17 @@ from dashboard import charts, queries, state, ui
 
 HISTORY_RANGES = {"1h": dt.timedelta(hours=1), "6h": dt.timedelta(hours=6), "24h": dt.timedelta(hours=24)}
 HISTORY_RANGES["7d"] = dt.timedelta(days=7)
+#: Numbers before the long reason text, so a narrow screen cuts the text, not the lag.
 TABLE_COLUMNS = [
     "group_id",
     "status",
-    "reason",
     "total_lag",
     "max_lag",
     "max_time_lag_s",
     "consume_rate",
     "produce_rate",
     "eta_s",
+    "reason",
     "partitions",
     "topics",
     "group_state",
@@ -55,7 +56,8 @@ def filtered(groups: pd.DataFrame) -> pd.DataFrame:
 
 
 def _status_rank(status: str) -> int:
-    order = charts.STATUS_ORDER
+    """Worst first; an unknown status last."""
+    order = charts.STATUSES_WORST_FIRST
     return order.index(status) if status in order else len(order)
 
 

@@ -58,7 +58,8 @@ def worst_groups(groups: pd.DataFrame) -> None:
             "`lagwatch collect` and `lagwatch stream` are running."
         )
         return
-    columns = ["group_id", "status", "reason", "max_time_lag_s", "total_lag", "max_lag"]
+    # Half-width tables: the numbers come before the long reason so they are never cut off.
+    columns = ["group_id", "status", "max_time_lag_s", "total_lag", "reason"]
     left, right = st.columns(2)
     with left:
         st.markdown("**Worst time lag**")
@@ -76,7 +77,7 @@ def firing(alerts: pd.DataFrame) -> None:
         st.success("No alerts firing.")
         return
     st.error(f"{len(alerts)} alert(s) firing")
-    ui.table(alerts)
+    ui.alert_table(alerts)
 
 
 def freshness(progress: pd.DataFrame) -> None:

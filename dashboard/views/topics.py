@@ -40,7 +40,12 @@ def topic_charts(detail: queries.Frames, topic: str) -> None:
             ui.empty("No log-end offsets for this topic in this range.")
         else:
             fig = charts.time_series(
-                detail["offset_series"], zone, y="end_offset", y_title="offset (messages)", title="End offset (sum)"
+                detail["offset_series"],
+                zone,
+                y="end_offset",
+                y_title="offset (messages)",
+                title="End offset (sum)",
+                zero_baseline=False,
             )
             ui.chart(fig, "topic_offsets")
 

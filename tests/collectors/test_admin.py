@@ -1,6 +1,6 @@
 """Admin collector against the real tansu broker: offsets, lag, groups, filters, failure.
 
-tansu workarounds (DESIGN §6), arranged here and not in the product: records are produced one
+tansu workarounds (docs/architecture.md), arranged here and not in the product: records are produced one
 per batch (the `kafka` fixture does that) so ListOffsets "latest" is exact, and the consuming
 group uses session.timeout.ms = 6000 because a tansu group join takes about half of it.
 """
@@ -51,7 +51,7 @@ def consume_and_commit(bootstrap: str, group_id: str, topic: str, count: int) ->
             "group.id": group_id,
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
-            "session.timeout.ms": 6000,  # tansu: join takes about half of this (DESIGN §6)
+            "session.timeout.ms": 6000,  # tansu: a join takes about half of this
         }
     )
     consumer.subscribe([topic])

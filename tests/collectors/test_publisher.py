@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from collectors.publisher import SamplePublisher
-from lagwatch.broker import EmbeddedBroker, free_port
+from lagwatch.broker import free_port
 from lagwatch.config import Config
-from lagwatch.kafka import ensure_topic, transport_client_config, use_embedded_broker
+from lagwatch.kafka import ensure_topic, transport_client_config
 from lagwatch.samples import make_sample
+from tests.fixtures.real_kafka import RealKafkaBroker
 from tests.fixtures.samples_topic import read_samples
 
 
@@ -53,18 +55,17 @@ def test_every_sample_is_delivered_once_with_its_entity_key(make_config: Callabl
 
 
 def test_unreachable_transport_is_logged_and_nothing_is_lost(
-    make_config: Callable[..., Config], caplog: pytest.LogCaptureFixture
+    make_config: Callable[..., Config], caplog: pytest.LogCaptureFixture, tmp_path: Path
 ) -> None:
-    config = make_config()
     port = free_port()
-    use_embedded_broker(config, f"127.0.0.1:{port}")  # nothing listens there yet
+    config = make_config(cluster={"bootstrap_servers": f"127.0.0.1:{port}"})  # nothing listens there yet
     caplog.set_level(logging.WARNING, logger="collectors.publisher")
     publisher = SamplePublisher(config)
     publisher.publish(_samples(50))
     assert publisher.flush(timeout_s=3) == 50  # nothing claimed as delivered
     assert any("unreachable" in r.getMessage() and str(port) in r.getMessage() for r in caplog.records)
 
-    with EmbeddedBroker(port=port) as late_broker:
+    with RealKafkaBroker(work_dir=tmp_path / "kafka", port=port) as late_broker:
         ensure_topic({"bootstrap.servers": late_broker.bootstrap_servers}, config.transport.samples_topic, 2)
         assert publisher.close(timeout_s=60) == 0
         assert publisher.counts.delivered == 50

@@ -8,6 +8,8 @@ CLI, a subprocess, the configured port) and is stopped with SIGTERM like `lagwat
 from __future__ import annotations
 
 import datetime as dt
+import json
+import re
 import signal
 import subprocess
 import sys
@@ -68,6 +70,14 @@ def _metric(page, label: str) -> str:  # type: ignore[no-untyped-def]
     return str(tile.get_by_test_id("stMetricValue").inner_text()).strip()
 
 
+def _cell_texts(page) -> list[str]:  # type: ignore[no-untyped-def]
+    """Text of every table cell drawn on the page (the canvas grid mirrors its visible cells in a hidden table)."""
+    cells = page.get_by_test_id("stDataFrame").locator("[role=gridcell]")
+    cells.first.wait_for(state="attached", timeout=RENDER_TIMEOUT_MS)
+    page.wait_for_timeout(1000)  # let every grid on the page draw
+    return [text.strip() for text in cells.all_text_contents()]
+
+
 def _check_and_shoot(page, name: str, artifacts: Path) -> None:  # type: ignore[no-untyped-def]
     page.wait_for_timeout(1500)  # let charts finish drawing before the screenshot
     assert page.get_by_test_id("stException").count() == 0, f"{name}: exception box shown"
@@ -89,6 +99,13 @@ def test_every_page_in_chromium(known_lake: KnownLake, dashboard_url: str, artif
             assert _metric(page, "Under-replicated partitions") == f"{urp:,.0f}"
             up = broker_gauges(known_lake, "up")
             assert _metric(page, "Brokers down") == str(sum(1 for v in up.values() if v < 1))
+            cells = _cell_texts(page)
+            numbers = {float(c.replace(",", "")) for c in cells if re.fullmatch(r"[\d,]+(\.\d+)?", c)}
+            assert float(worst["total_lag"]) in numbers, cells  # the lag number is on screen, not cut off
+            assert float(status["max_time_lag_s"].max()) in numbers, cells
+            chips = {f"{k}={v}" for r in known_lake.rows["alert_events"] for k, v in json.loads(r["labels"]).items()}
+            assert chips - {c for c in chips if c.startswith("alertname=")} <= set(cells), cells
+            assert not [c for c in cells if c.startswith("{")], "alert labels shown as raw JSON"
             _check_and_shoot(page, "overview", artifacts_dir)
 
             page.goto(f"{dashboard_url}/brokers")
@@ -109,6 +126,7 @@ def test_every_page_in_chromium(known_lake: KnownLake, dashboard_url: str, artif
             page.goto(f"{dashboard_url}/alerts")
             firing = sum(1 for r in known_lake.rows["alert_events"] if r["event"] == "firing")
             assert _metric(page, "Firing events") == str(firing)
+            assert not [c for c in _cell_texts(page) if c.startswith("{")], "alert labels shown as raw JSON"
             _check_and_shoot(page, "alerts", artifacts_dir)
 
             page.goto(f"{dashboard_url}/pipeline")

@@ -4,6 +4,7 @@ the numbers put in (expected values are derived from the fixture's rows, newest 
 from __future__ import annotations
 
 import datetime as dt
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -64,8 +65,14 @@ def test_overview_tiles_groups_alerts_pipeline(known_lake: KnownLake) -> None:
         worst_time["reason"],
     ]
     assert by_lag.iloc[0]["total_lag"] == worst_lag["total_lag"]
+    for table in (by_time, by_lag):  # the numbers come before the (long, truncated) reason
+        assert list(table.columns) == ["group_id", "status", "max_time_lag_s", "total_lag", "reason"]
     assert sorted(by_lag["group_id"]) == sorted(status["group_id"])
+    rate_charts = [json.loads(chart.proto.spec) for chart in at.get("plotly_chart")]
+    assert [c["layout"]["yaxis"]["title"]["text"] for c in rate_charts] == ["messages/s", "bytes/s"]
+    assert all(c["layout"]["yaxis"]["rangemode"] == "tozero" for c in rate_charts), "rates need a zero baseline"
     firing = frames(at)[2]
+    assert not any(str(chips).startswith("{") for chips in firing["labels"]), "labels shown as a raw JSON blob"
     states = newest(
         [e for e in known_lake.rows["alert_events"] if e["event"] != "delivered"], ("incident_key",), ("ts", "seq")
     )
@@ -120,6 +127,7 @@ def test_groups_table_and_drill_down(known_lake: KnownLake) -> None:
     at = open_page("groups", group="audit")
     table = frames(at)[0]
     assert sorted(table["group_id"]) == sorted(status["group_id"])
+    assert list(table.columns).index("reason") > list(table.columns).index("eta_s"), "numbers before the reason"
     for _, expected in status.iterrows():
         row = table[table["group_id"] == expected["group_id"]].iloc[0]
         assert row[["status", "reason", "total_lag", "max_time_lag_s"]].tolist() == [
@@ -162,6 +170,14 @@ def test_alerts_firing_and_history(known_lake: KnownLake) -> None:
     for event in ("firing", "resolved", "delivered"):
         assert shown[f"{event.capitalize()} events"] == fmt(sum(1 for r in rows if r["event"] == event))
     assert firing["alertname"].tolist() == ["ConsumerLagHigh"]
+    firing_labels = json.loads(
+        next(r["labels"] for r in rows if r["event"] == "firing" and r["alertname"] == "ConsumerLagHigh")
+    )
+    expected_chips = [f"{k}={v}" for k, v in sorted(firing_labels.items()) if k != "alertname"]
+    assert list(firing.iloc[0]["labels"]) == expected_chips
+    assert list(firing.columns[:4]) == ["alertname", "severity", "value", "labels"]
+    chips_of = {tuple(sorted(f"{k}={v}" for k, v in json.loads(r["labels"]).items() if k != "alertname")) for r in rows}
+    assert {tuple(chips) for chips in events["labels"]} == chips_of
 
 
 def test_alerts_page_creates_and_expires_a_silence(known_lake: KnownLake) -> None:

@@ -1,7 +1,7 @@
 """Produce real sample records (and malformed ones) into a topic of the test broker.
 
 One record per produce batch (`batch.num.messages=1`): tansu reports a wrong high watermark for
-multi-record batches (DESIGN §6), and the source reads up to the reported end.
+multi-record batches (docs/architecture.md), and the source reads up to the reported end.
 """
 
 from __future__ import annotations

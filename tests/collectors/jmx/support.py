@@ -35,7 +35,7 @@ def values(result: ScrapeResult) -> dict[tuple[str, str | None, str | None], flo
 
 
 def broken_definition(object_name: str, metric: str = "bad_metric") -> MetricDef:
-    return MetricDef(metric, "gauge", "count", object_name, "Value", "broker", "deliberately bad (test)")
+    return MetricDef(metric, object_name, "Value", "broker")
 
 
 def set_known_values(double: Any, seed: int) -> dict[tuple[str, str | None, str | None], float]:
@@ -68,4 +68,4 @@ def set_known_values(double: Any, seed: int) -> dict[tuple[str, str | None, str 
 
 def cluster_id_definition() -> MetricDef:
     """Kafka's ClusterId gauge: a String value, so never a number (and quotes break jmxquery's JSON)."""
-    return MetricDef("cluster_id", "gauge", "", "kafka.server:type=KafkaServer,name=ClusterId", "Value", "broker", "")
+    return MetricDef("cluster_id", "kafka.server:type=KafkaServer,name=ClusterId", "Value", "broker")

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.alerts.rules import STATUS_ORDER, compile_rules, parse_duration
+from dashboard.alerts.rules import compile_rules, parse_duration
 from lagwatch.config import ConfigError, parse_config
+from lagwatch.vocabulary import STATUS_ORDER
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -65,6 +66,45 @@ def test_default_rules_compile_and_cover_the_issue() -> None:
     assert rules["ConsumerGroupStalled"].labels["category"] == "lag"
     assert STATUS_ORDER.index(rules["ConsumerGroupStalled"].level) < STATUS_ORDER.index("STOP")
     assert rules["PipelineStale"].threshold == 60
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "request_handler_idle_ratio",
+        "network_processor_idle_ratio",
+        "bytes_rejected_total",
+        "failed_produce_requests_total",
+        "failed_fetch_requests_total",
+    ],
+)
+def test_a_rule_on_a_name_no_collector_emits_is_refused(name: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        compile_rules(_alerts([{"name": "NeverFires", "metric": name}]))
+    assert f"alerts.rules 'NeverFires': metric: unknown metric {name!r} (no collector emits it" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "field"),
+    [
+        ("request_handler_avg_idle_percent", "avg"),
+        ("consumer_group_state", "last"),
+        ("broker_count", "last"),
+        ("consumer_group_members", "min"),
+        ("isr_shrinks_total", "rate_per_s"),
+    ],
+)
+def test_a_rule_on_an_emitted_name_compiles_against_metrics_1m(name: str, field: str) -> None:
+    [compiled] = compile_rules(_alerts([{"name": "Emitted", "metric": name, "field": field}]))
+    assert (compiled.source.table, compiled.metric, compiled.value_column) == ("metrics_1m", name, field)
+
+
+def test_a_rate_rule_on_a_gauge_is_refused() -> None:
+    """rate_per_s is NULL for gauges in the lake, so such a rule could never fire."""
+    with pytest.raises(ConfigError) as err:
+        compile_rules(_alerts([{"name": "GaugeRate", "metric": "consumer_lag", "field": "rate_per_s"}]))
+    expected = "alerts.rules 'GaugeRate': field: rate_per_s is only computed for counters; 'consumer_lag' is a gauge"
+    assert expected in str(err.value)
 
 
 def test_custom_metric_needs_declaring() -> None:

@@ -6,12 +6,10 @@ Time moves by an injected clock and by writing lake rows; delivery is real HTTP.
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from dashboard.alerts.receivers import INCIDENT_HEADER, SEQUENCE_HEADER
 from dashboard.alerts.silences import create_silence, expire_silence, list_silences
-from dashboard.alerts.store import read_alert_state
 from lagwatch.lake import connect_readonly
 from tests.dashboard.alerts import lake_rows
 
@@ -51,7 +49,7 @@ def test_fires_only_after_for_then_resolves(alert_config, engine_for, webhook_re
     assert webhook_receiver.received() == [], "pending for less than `for` must not notify"
 
     engine.step(now=t0 + 2.5)
-    state = read_alert_state(Path(config.alerts.state_dir))
+    state = engine.store.get_json("notifier", {})  # what the engine persisted
     assert [(a["labels"]["group_id"], a["state"]) for a in state["alerts"].values()] == [("g1", "firing")]
     [firing] = _bodies(webhook_receiver)
     assert firing["version"] == "4" and firing["status"] == "firing"

@@ -1,0 +1,228 @@
+"""The one vocabulary: every metric name a collector publishes, and the lag status names.
+
+Why one home: collectors, the mapping table, alert rules, dashboard queries and docs/metrics.md
+all name the same metrics and statuses. When each kept its own list they drifted (rules accepted
+names nothing emits, so a rule started cleanly and never fired). Each of them now reads this
+module, and tests/lagwatch/test_vocabulary.py checks it against what the collectors really emit.
+
+Adding a metric: one `Metric(...)` entry in :data:`METRICS`, then regenerate the table in
+docs/metrics.md with ``python -m lagwatch.vocabulary``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+#: Sample sources (contract 1): who measured the value.
+JMX_SOURCES = ("jmx", "prom")
+TARGET_SOURCES = ("jmx", "prom", "admin")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One canonical metric: what a sample with this `metric` name means."""
+
+    name: str
+    kind: str  # counter (cumulative, rates are computed downstream) | gauge (a point value)
+    unit: str
+    #: Label fields a sample of this metric may set (any other label is null).
+    labels: tuple[str, ...]
+    #: Sample `source` values that publish it.
+    sources: tuple[str, ...]
+    meaning: str
+
+
+METRICS: tuple[Metric, ...] = (
+    # Broker JMX / Prometheus exporter (collectors/jmx/mapping.py maps MBeans onto these).
+    Metric("messages_in_total", "counter", "messages", ("broker", "topic"), JMX_SOURCES,
+           "Records appended to the log (per topic when `topic` is set, else all topics)"),
+    Metric("bytes_in_total", "counter", "bytes", ("broker", "topic"), JMX_SOURCES,
+           "Bytes received from producers (per topic when `topic` is set)"),
+    Metric("bytes_out_total", "counter", "bytes", ("broker", "topic"), JMX_SOURCES,
+           "Bytes sent to consumers and followers (per topic when `topic` is set)"),
+    Metric("leader_elections_total", "counter", "elections", ("broker",), JMX_SOURCES,
+           "Leader elections (ZooKeeper-mode controllers only; KRaft brokers have no such MBean)"),
+    Metric("unclean_leader_elections_total", "counter", "elections", ("broker",), JMX_SOURCES,
+           "Unclean leader elections, data loss possible (ZooKeeper-mode controllers only)"),
+    Metric("isr_shrinks_total", "counter", "shrinks", ("broker",), JMX_SOURCES,
+           "ISR shrinks"),
+    Metric("isr_expands_total", "counter", "expands", ("broker",), JMX_SOURCES,
+           "ISR expands"),
+    Metric("partition_count", "gauge", "partitions", ("broker",), TARGET_SOURCES,
+           "Partition replicas hosted by the broker"),
+    Metric("leader_count", "gauge", "partitions", ("broker",), TARGET_SOURCES,
+           "Partitions the broker leads"),
+    Metric("under_replicated_partitions", "gauge", "partitions", ("broker", "topic"), TARGET_SOURCES,
+           "Partitions whose ISR is smaller than the replica set (JMX: per broker; admin: cluster or per topic)"),
+    Metric("under_min_isr_partitions", "gauge", "partitions", ("broker",), JMX_SOURCES,
+           "Led partitions whose ISR is below min.insync.replicas"),
+    Metric("active_controller_count", "gauge", "controllers", ("broker",), JMX_SOURCES,
+           "1 on the active controller, else 0 (the cluster sum must be 1)"),
+    Metric("offline_partitions", "gauge", "partitions", ("broker",), TARGET_SOURCES,
+           "Partitions without a leader (JMX: reported by the active controller; admin: cluster)"),
+    Metric("request_handler_avg_idle_percent", "gauge", "ratio", ("broker",), JMX_SOURCES,
+           "Share of time the request handler threads are idle, 0..1"),
+    Metric("network_processor_avg_idle_percent", "gauge", "ratio", ("broker",), JMX_SOURCES,
+           "Share of time the network processor threads are idle, 0..1"),
+    Metric("records_lag_max", "gauge", "records", ("broker", "client_id"), JMX_SOURCES,
+           "Consumer client: largest partition lag in its sample window"),
+    Metric("records_consumed_rate", "gauge", "records/s", ("broker", "client_id"), JMX_SOURCES,
+           "Consumer client: records consumed per second"),
+    # Admin API (collectors/admin_samples.py).
+    Metric("broker_count", "gauge", "brokers", (), ("admin",),
+           "Brokers in the cluster metadata"),
+    Metric("controller_id", "gauge", "broker id", (), ("admin",),
+           "Broker id the metadata names as controller"),
+    Metric("topic_partitions", "gauge", "partitions", ("topic",), ("admin",),
+           "Partitions of the topic"),
+    Metric("log_end_offset", "counter", "offset", ("topic", "partition"), ("admin",),
+           "Log-end offset (ListOffsets latest)"),
+    Metric("log_start_offset", "counter", "offset", ("topic", "partition"), ("admin",),
+           "Log start offset (ListOffsets earliest): retention deletes below it"),
+    Metric("committed_offset", "counter", "offset", ("group_id", "topic", "partition"), ("admin",),
+           "The group's committed offset"),
+    Metric("consumer_lag", "gauge", "records", ("group_id", "topic", "partition"), ("admin",),
+           "log_end_offset − committed_offset read in the same cycle; never negative"),
+    Metric("consumer_lag_negative", "gauge", "flag (1)", ("group_id", "topic", "partition"), ("admin",),
+           "Data-quality event: committed offset beyond the log end (no consumer_lag then)"),
+    Metric("consumer_group_members", "gauge", "members", ("group_id",), ("admin",),
+           "Members of the group (DescribeConsumerGroups)"),
+    Metric("consumer_group_state", "gauge", "state code", ("group_id",), ("admin",),
+           "Group state code: 0 Unknown, 1 Empty, 2 Stable, 3 PreparingRebalance, 4 CompletingRebalance, 5 Dead"),
+    Metric("partition_assigned", "gauge", "flag (1)",
+           ("group_id", "topic", "partition", "client_id", "member_id", "host"), ("admin",),
+           "A group member owns the partition; the labels name it (DescribeConsumerGroups)"),
+    # Added by the runner for every scrape target (source = the target's).
+    Metric("up", "gauge", "0/1", ("broker", "client_id"), TARGET_SOURCES,
+           "1 when the target answered within its timeout"),
+    Metric("scrape_duration_seconds", "gauge", "seconds", ("broker", "client_id"), TARGET_SOURCES,
+           "Wall time of the target's scrape"),
+    # Collector heartbeat (client_id = collector instance id).
+    Metric("collector_samples_produced_total", "counter", "samples", ("client_id",), ("heartbeat",),
+           "Samples handed to the producer"),
+    Metric("collector_samples_delivered_total", "counter", "samples", ("client_id",), ("heartbeat",),
+           "Samples the transport broker acknowledged"),
+    Metric("collector_samples_failed_total", "counter", "samples", ("client_id",), ("heartbeat",),
+           "Samples whose delivery failed"),
+    Metric("collector_targets_assigned", "gauge", "targets", ("client_id",), ("heartbeat",),
+           "Scrape targets this collector instance owns now"),
+)  # fmt: skip
+
+METRIC_BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
+METRIC_NAMES: frozenset[str] = frozenset(METRIC_BY_NAME)
+
+
+def metric(name: str) -> Metric:
+    """The registered metric, or a KeyError that names the unregistered name."""
+    try:
+        return METRIC_BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"metric {name!r} is not in lagwatch.vocabulary") from None
+
+
+def require(*names: str) -> tuple[str, ...]:
+    """`names` unchanged, after checking each is registered: for code that selects metrics by name."""
+    for name in names:
+        metric(name)
+    return names
+
+
+def names_from(source: str) -> tuple[str, ...]:
+    """Registered names a source publishes, in registry order."""
+    return tuple(m.name for m in METRICS if source in m.sources)
+
+
+def check_sample(name: str, kind: str, source: str) -> None:
+    """Refuse a sample the vocabulary does not describe (ValueError naming what is wrong)."""
+    registered = METRIC_BY_NAME.get(name)
+    if registered is None:
+        raise ValueError(f"metric {name!r} is not in lagwatch.vocabulary")
+    if kind != registered.kind:
+        raise ValueError(f"metric {name!r} is a {registered.kind}, not a {kind}")
+    if source not in registered.sources:
+        raise ValueError(f"metric {name!r} is not published by source {source!r} ({', '.join(registered.sources)})")
+
+
+@dataclass(frozen=True)
+class Status:
+    """A lag status (lag_1m, group_status) and what it tells the operator."""
+
+    name: str
+    meaning: str
+
+
+#: Least severe first. REWIND (offsets went back) is worth a look but usually heals, so it ranks
+#: below a consumer that no longer moves (STALL) or no longer commits (STOP); ERR (the status
+#: could not be judged) ranks highest because nothing else about the group can be trusted.
+STATUSES: tuple[Status, ...] = (
+    Status("OK", "caught up, or consuming without a warning sign"),
+    Status("WARN", "lag rising over the window, or above a per-group threshold"),
+    Status("REWIND", "the committed offset went back"),
+    Status("STALL", "lag > 0 and the committed offset did not move for a whole window"),
+    Status("STOP", "lag > 0 and no commit for longer than stop_after_s"),
+    Status("ERR", "the status could not be judged"),
+)
+STATUS_ORDER: tuple[str, ...] = tuple(s.name for s in STATUSES)
+STATUS_SEVERITY: dict[str, int] = {name: rank for rank, name in enumerate(STATUS_ORDER)}
+
+
+def status_rank(name: str) -> int:
+    """Severity of a status (0 = OK); ValueError naming an unknown status."""
+    try:
+        return STATUS_SEVERITY[name]
+    except KeyError:
+        raise ValueError(f"unknown status {name!r} ({' < '.join(STATUS_ORDER)})") from None
+
+
+# ---------------------------------------------------------------------------------------
+# docs/metrics.md: the generated part sits between these markers.
+
+DOCS_BEGIN = "<!-- vocabulary:begin (generated by `python -m lagwatch.vocabulary`; edit lagwatch/vocabulary.py) -->"
+DOCS_END = "<!-- vocabulary:end -->"
+
+
+def _cell(items: Iterable[str]) -> str:
+    return ", ".join(items) or "-"
+
+
+def markdown() -> str:
+    """The metric and status tables docs/metrics.md shows, generated from this module."""
+    lines = [
+        "| metric | kind | unit | labels | sources | meaning |",
+        "|---|---|---|---|---|---|",
+        *(
+            f"| `{m.name}` | {m.kind} | {m.unit} | {_cell(m.labels)} | {_cell(m.sources)} | {m.meaning} |"
+            for m in METRICS
+        ),
+        "",
+        "Lag statuses, least severe first (a group's status is its worst partition's):",
+        "",
+        "| status | severity | meaning |",
+        "|---|---|---|",
+        *(f"| {s.name} | {STATUS_SEVERITY[s.name]} | {s.meaning} |" for s in STATUSES),
+    ]
+    return "\n".join(lines)
+
+
+def _docs_block() -> str:
+    return f"{DOCS_BEGIN}\n{markdown()}\n{DOCS_END}"
+
+
+def render_docs(text: str) -> str:
+    """`text` (docs/metrics.md) with its generated block replaced by the current tables."""
+    start, end = text.index(DOCS_BEGIN), text.index(DOCS_END) + len(DOCS_END)
+    return text[:start] + _docs_block() + text[end:]
+
+
+def main() -> None:
+    """Rewrite the generated block of docs/metrics.md in place."""
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "docs" / "metrics.md"
+    path.write_text(render_docs(path.read_text()))
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
