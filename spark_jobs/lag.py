@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
@@ -177,17 +177,7 @@ def update_lag(
         observed = zip(ts[start:end], committed[start:end], lag[start:end], strict=True)
         for report in fold_observations(track, thresholds_for(group_key[1]), observed):
             rows.add_partition(group_key, where, report)
-    for group_key, wheres in readings.touched_partitions.items():  # owners read after their rows were written
-        for where, stamps in wheres.items():
-            track = groups.get(group_key, {}).get(where)
-            if track is not None and (*group_key, *where) not in rows.reports and track.last_ts_ms in stamps:
-                rows.add_partition(group_key, where, track.report(thresholds_for(group_key[1])))
-    for group_key, stamps in readings.touched_groups.items():  # group readings after their row was written
-        tracks = groups.get(group_key)
-        if tracks and group_key not in rows.newest_period:
-            newest = max(track.last_ts_ms for track in tracks.values())
-            if newest in stamps:
-                rows.newest_period[group_key] = newest - newest % PERIOD_MS
+    rows.add_late_readings(groups, thresholds_for)
     group_rows = [
         _group_row(key, groups[key], period, lag_config, rows.reports, memberships.get(key), readings)
         for key, period in rows.newest_period.items()
@@ -216,6 +206,23 @@ class _Rows:
         self.partition_rows.append((*_partition_row(group_key, where, report), *(owner or (None,) * 3), changes))
         self.newest_period[group_key] = max(self.newest_period.get(group_key, period), period)
         self.reports[(*group_key, *where)] = report
+
+    def add_late_readings(
+        self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: Callable[[str], Thresholds]
+    ) -> None:
+        """Rows again where this batch brought the readings of a cycle whose observation an
+        earlier batch already wrote: the partition's owner, or the group's state and members."""
+        for group_key, wheres in self.readings.touched_partitions.items():
+            for where, stamps in wheres.items():
+                track = groups.get(group_key, {}).get(where)
+                if track is not None and (*group_key, *where) not in self.reports and track.last_ts_ms in stamps:
+                    self.add_partition(group_key, where, track.report(thresholds_for(group_key[1])))
+        for group_key, stamps in self.readings.touched_groups.items():
+            tracks = groups.get(group_key)
+            if tracks and group_key not in self.newest_period:
+                newest = max(track.last_ts_ms for track in tracks.values())
+                if newest in stamps:
+                    self.newest_period[group_key] = newest - newest % PERIOD_MS
 
 
 def _columns(rows: list[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, np.ndarray]:
