@@ -3,10 +3,10 @@
 Per cycle, within `collect.timeout_s`: cluster metadata; log-end and log-start offsets of
 every allowed partition (batched ListOffsets latest and earliest); the group list; committed
 offsets of every allowed group (OffsetFetch, many in flight); consumer lag from the end and
-committed offsets of this very cycle; and, if `collect.describe_groups`, each group's state
-and member count. The rules
-that turn readings into samples are in :mod:`collectors.admin_samples`; the concurrent
-request machinery in :mod:`collectors.admin_requests`.
+committed offsets of this very cycle; and, if `collect.describe_groups`, each group's state,
+member count and the member that owns each partition. The rules that turn readings into
+samples are in :mod:`collectors.admin_samples`; the concurrent request machinery in
+:mod:`collectors.admin_requests`.
 
 Failure model: a cluster that does not return metadata within the timeout is a failed scrape
 (`ok=False`, up = 0). Anything after that (a group whose offsets fail, a partition whose end
@@ -44,6 +44,7 @@ from collectors.admin_samples import (
     group_offset_samples,
     group_state_samples,
     partition_offset_samples,
+    partition_owner_samples,
 )
 from collectors.base import SampleFactory, ScrapeResult
 from lagwatch.config import Config
@@ -196,7 +197,7 @@ class AdminCollector:
         return samples
 
     def _group_states(self, cycle: _Cycle, listings: dict[str, ConsumerGroupState | None]) -> list[Sample]:
-        """State from DescribeGroups when enabled (it also has the members), else from ListGroups."""
+        """State from DescribeGroups when enabled (with the members and their partitions), else from ListGroups."""
         collect = self._config.collect
         described: KeyedReads[str, ConsumerGroupDescription] = KeyedReads()
         if collect.describe_groups and listings:
@@ -215,6 +216,10 @@ class AdminCollector:
             state = _known_state(description.state) if description is not None else None
             members = len(description.members or []) if description is not None else None
             samples.extend(group_state_samples(group_id, state or listed_state, members, cycle.ts, cycle.make))
+            if description is not None:
+                samples.extend(
+                    partition_owner_samples(group_id, description, self._topic_allowed, cycle.ts, cycle.make)
+                )
         return samples
 
 

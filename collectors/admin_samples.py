@@ -17,6 +17,8 @@ their own:
   deleteRecords move it, a recreated topic moves it back. With the committed offset it says how
   close retention is to deleting records a group has not read yet.
 - `consumer_group_state` codes: see :data:`GROUP_STATE_CODES`.
+- `partition_assigned`: one sample per partition a group member owns (its labels name the
+  member); a partition nobody owns has none.
 """
 
 from __future__ import annotations
@@ -26,22 +28,23 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from confluent_kafka import ConsumerGroupState, TopicPartition
-from confluent_kafka.admin import ClusterMetadata
+from confluent_kafka.admin import ClusterMetadata, ConsumerGroupDescription
 
 from collectors.base import SampleFactory
+from lagwatch.membership import GROUP_MEMBERS_METRIC, GROUP_STATE_CODE, GROUP_STATE_METRIC, PARTITION_ASSIGNED_METRIC
 from lagwatch.samples import Sample, label_text
 
 SOURCE = "admin"
 MAX_CACHED_NAMES = 200_000
 
-#: consumer_group_state gauge value per Kafka group state (documented in docs/metrics.md).
+#: consumer_group_state gauge value per Kafka group state (codes: lagwatch.membership.GROUP_STATES).
 GROUP_STATE_CODES: dict[ConsumerGroupState, int] = {
-    ConsumerGroupState.UNKNOWN: 0,
-    ConsumerGroupState.EMPTY: 1,
-    ConsumerGroupState.STABLE: 2,
-    ConsumerGroupState.PREPARING_REBALANCING: 3,
-    ConsumerGroupState.COMPLETING_REBALANCING: 4,
-    ConsumerGroupState.DEAD: 5,
+    ConsumerGroupState.UNKNOWN: GROUP_STATE_CODE["Unknown"],
+    ConsumerGroupState.EMPTY: GROUP_STATE_CODE["Empty"],
+    ConsumerGroupState.STABLE: GROUP_STATE_CODE["Stable"],
+    ConsumerGroupState.PREPARING_REBALANCING: GROUP_STATE_CODE["PreparingRebalance"],
+    ConsumerGroupState.COMPLETING_REBALANCING: GROUP_STATE_CODE["CompletingRebalance"],
+    ConsumerGroupState.DEAD: GROUP_STATE_CODE["Dead"],
 }
 
 
@@ -170,10 +173,28 @@ def group_state_samples(
     if state is not None:
         code = GROUP_STATE_CODES.get(state, 0)
         samples.append(
-            make(ts=ts, source=SOURCE, metric="consumer_group_state", kind="gauge", value=code, group_id=group_id)
+            make(ts=ts, source=SOURCE, metric=GROUP_STATE_METRIC, kind="gauge", value=code, group_id=group_id)
         )
     if members is not None:
         samples.append(
-            make(ts=ts, source=SOURCE, metric="consumer_group_members", kind="gauge", value=members, group_id=group_id)
+            make(ts=ts, source=SOURCE, metric=GROUP_MEMBERS_METRIC, kind="gauge", value=members, group_id=group_id)
         )
+    return samples
+
+
+def partition_owner_samples(
+    group_id: str, description: ConsumerGroupDescription, topic_allowed: NameFilter, ts: int, make: SampleFactory
+) -> list[Sample]:
+    """`partition_assigned` = 1 for each partition a member of the group owns, labelled with that
+    member's id, client id and host: who consumes what, as the group coordinator says."""
+    samples: list[Sample] = []
+    for member in description.members or []:
+        assigned = member.assignment.topic_partitions if member.assignment is not None else None
+        owner = {"client_id": member.client_id, "member_id": member.member_id, "host": member.host}
+        for tp in assigned or []:
+            if topic_allowed(tp.topic):
+                samples.append(
+                    make.member(ts=ts, source=SOURCE, metric=PARTITION_ASSIGNED_METRIC, kind="gauge", value=1,
+                                group_id=group_id, topic=tp.topic, partition=tp.partition, **owner)
+                )  # fmt: skip
     return samples

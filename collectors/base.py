@@ -9,10 +9,10 @@ A collector never raises for a target problem: a dead target is a failed scrape 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from lagwatch import vocabulary
-from lagwatch.samples import MetricSamples, Sample, make_sample
+from lagwatch.samples import MemberSample, MetricSamples, Sample, make_sample, with_member
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,11 @@ class SampleFactory:
         vocabulary.check_sample(metric, kind, source)
         return MetricSamples(ts=ts, cluster=self.cluster, source=source, collector=self.collector, metric=metric,
                              kind=kind)  # fmt: skip
+
+    def member(self, *, member_id: str | None, host: str | None, **fields: Any) -> MemberSample:
+        """As a call of the factory (same keywords), for a sample about the group member that
+        owns a partition: it adds the member labels (lagwatch.membership)."""
+        return with_member(self(**fields), member_id, host)
 
 
 @dataclass

@@ -183,7 +183,8 @@ GROUP BY ALL ORDER BY source, broker, client_id
 #: group_status is keyed by minute (window_start); the filter on it is what reaches the Parquet
 #: scan below the views' dedupe, updated_at (within that minute) then trims the edges.
 SQL_GROUPS_LATEST = """
-SELECT group_id, status, reason, rule, total_lag, max_lag, max_time_lag_s, partitions, topics, updated_at
+SELECT group_id, status, reason, rule, total_lag, max_lag, max_time_lag_s, partitions, topics,
+       group_state, members, rebalances, updated_at
 FROM group_status
 WHERE cluster = $cluster AND window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end
   AND updated_at >= $recent_start AND updated_at < $end
@@ -265,6 +266,15 @@ WITH per_window AS (
 SELECT {_BUCKET} AS time, topic_partition, max(lag) AS lag, max(time_lag_s) AS time_lag_s,
        avg(consume_rate) AS consume_rate, avg(produce_rate) AS produce_rate
 FROM per_window GROUP BY ALL ORDER BY time, topic_partition
+"""
+
+#: Each partition's newest row in the latest slice: its lag and status and the member owning it.
+SQL_GROUP_OWNERS = f"""
+SELECT topic, partition, lag, status, owner_client_id, owner_host, owner_member_id, owner_changes,
+       window_start AS minute
+FROM lag_1m WHERE {_IN_LATEST} AND group_id = $group
+QUALIFY row_number() OVER (PARTITION BY topic, partition ORDER BY window_start DESC) = 1
+ORDER BY lag DESC, topic, partition
 """
 
 SQL_GROUP_STATUS_HISTORY = """
@@ -409,13 +419,19 @@ def group_detail(lake: Lake, scope: Scope, group: str) -> Frames:
         p = scope.params()
         partitions = run(con, SQL_GROUP_PARTITIONS, group=group, **p)
         status = run(con, SQL_GROUP_STATUS_HISTORY, group=group, **p)
+        owners = run(con, SQL_GROUP_OWNERS, group=group, **p)
     history = partitions.groupby("time", as_index=False).agg(
         lag=("lag", "sum"),
         time_lag_s=("time_lag_s", "max"),
         consume_rate=("consume_rate", "sum"),
         produce_rate=("produce_rate", "sum"),
     )
-    return {"partition_lag": partitions[["time", "topic_partition", "lag"]], "history": history, "status": status}
+    return {
+        "partition_lag": partitions[["time", "topic_partition", "lag"]],
+        "history": history,
+        "status": status,
+        "owners": owners,
+    }
 
 
 def alerts(lake: Lake, scope: Scope) -> Frames:

@@ -152,6 +152,18 @@ def group_columns() -> dict[str, Any]:
     }
 
 
+def owner_columns() -> dict[str, Any]:
+    """Column labels for a group's partitions with the member owning each."""
+    text = st.column_config.TextColumn
+    return {
+        "lag": st.column_config.NumberColumn("lag (messages)", format="%d"),
+        "owner_client_id": text("owner client id"),
+        "owner_host": text("owner host"),
+        "owner_member_id": text("owner member id"),
+        "owner_changes": st.column_config.NumberColumn("owner changes (minute)", format="%d"),
+    }
+
+
 #: Alert tables: what happened and its value first, then the labels, then the bookkeeping.
 ALERT_COLUMNS = (
     "ts",

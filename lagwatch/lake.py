@@ -90,6 +90,13 @@ TABLES: dict[str, Table] = {
                 ("status", "VARCHAR"),  # OK | WARN | STALL | STOP | REWIND | ERR
                 ("reason", "VARCHAR"),
                 ("rule", "VARCHAR"),  # the lag_status rule behind status (caught_up, stop, stall, …)
+                #: The group member owning the partition in the collector cycle of the newest
+                #: observation (NULL: nobody owned it, or that cycle's describe did not answer).
+                ("owner_member_id", "VARCHAR"),
+                ("owner_client_id", "VARCHAR"),
+                ("owner_host", "VARCHAR"),
+                #: How often the owning member changed within this minute (a rebalance moved it).
+                ("owner_changes", "INTEGER"),
                 ("version", "BIGINT"),
             ),
             ("cluster", "window_start", "group_id", "topic", "partition"),
@@ -108,6 +115,13 @@ TABLES: dict[str, Table] = {
                 ("max_time_lag_s", "DOUBLE"),
                 ("partitions", "INTEGER"),
                 ("topics", "VARCHAR"),
+                #: Group state (Stable, Empty, PreparingRebalance, …) and member count in the
+                #: collector cycle of updated_at (NULL when that cycle's describe did not answer).
+                ("group_state", "VARCHAR"),
+                ("members", "INTEGER"),
+                #: Collector cycles within the lag window (lag.window_s) that saw a rebalance: the
+                #: group rebalancing, its member count changing, or a partition changing owner.
+                ("rebalances", "INTEGER"),
                 #: The 1-minute window this status belongs to (one row per group and minute).
                 ("window_start", "TIMESTAMPTZ"),
                 #: When the newest observation behind this status was measured (never in the future).
@@ -215,13 +229,20 @@ def table_dir(lake: str | os.PathLike[str], name: str) -> Path:
 
 
 def ensure_lake(lake: str | os.PathLike[str]) -> None:
-    """Create every table folder with its empty schema file (idempotent)."""
+    """Create every table folder with its empty schema file (idempotent).
+
+    A schema file from an older version (a table that has gained columns since) is rewritten:
+    the views read every file by name, so that one empty file is what gives a new column to a
+    lake whose data files all predate it (their rows read NULL there).
+    """
+    import pyarrow.parquet as pq
 
     for name in TABLES:
         schema_file = table_dir(lake, name) / SCHEMA_PARTITION / SCHEMA_FILE
-        if not schema_file.exists():
+        schema = arrow_schema(name)
+        if not schema_file.exists() or pq.read_schema(schema_file).remove_metadata() != schema:
             schema_file.parent.mkdir(parents=True, exist_ok=True)
-            _atomic_write(schema_file, arrow_schema(name).empty_table())
+            _atomic_write(schema_file, schema.empty_table())
 
 
 def _atomic_write(path: Path, data: pa.Table) -> None:

@@ -177,6 +177,7 @@ def compact_partition(
 def newest_rows(name: str, files: list[Path]):  # type: ignore[no-untyped-def]
     """The newest version of every key across `files`, as Arrow in the table's schema."""
     import duckdb
+    import pyarrow as pa
 
     spec = lakelib.table(name)
     paths = ", ".join("'" + f.as_posix().replace("'", "''") + "'" for f in files)
@@ -189,4 +190,8 @@ def newest_rows(name: str, files: list[Path]):  # type: ignore[no-untyped-def]
         ).to_arrow_table()
     finally:
         con.close()
-    return data.select(lakelib.arrow_schema(name).names).cast(lakelib.arrow_schema(name))
+    schema = lakelib.arrow_schema(name)
+    for column in schema:  # files written before the table gained a column: NULL there
+        if column.name not in data.column_names:
+            data = data.append_column(column.name, pa.nulls(data.num_rows, column.type))
+    return data.select(schema.names).cast(schema)

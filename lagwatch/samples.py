@@ -1,7 +1,8 @@
 """Contract 1: the sample record that travels on the `lagwatch.samples` topic.
 
-One record per measured value. Collectors build them with :func:`make_sample`; the Spark job
-parses them against :data:`SAMPLE_FIELDS`. The id is a hash of everything that identifies the
+One record per measured value. Collectors build them with :func:`make_sample` (and
+:func:`make_member_sample` for the membership samples that also name a group member); the Spark
+job parses them against :data:`SAMPLE_FIELDS`. The id is a hash of everything that identifies the
 measurement, so a retried produce yields the same id and is dropped downstream instead of
 counted twice.
 """
@@ -11,10 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from typing import Any
 
 SCHEMA_VERSION = 1
 SOURCES: tuple[str, ...] = ("jmx", "prom", "admin", "probe", "heartbeat")
 KINDS: tuple[str, ...] = ("counter", "gauge")
+#: Labels only a membership sample carries (:class:`MemberSample`); other records leave them out.
+MEMBER_LABELS: tuple[str, ...] = ("member_id", "host")
 
 #: Field name -> JSON type accepted, in record order. Labels may be null.
 SAMPLE_FIELDS: dict[str, str] = {
@@ -32,6 +36,8 @@ SAMPLE_FIELDS: dict[str, str] = {
     "partition": "int?",
     "group_id": "str?",
     "client_id": "str?",
+    "member_id": "str?",
+    "host": "str?",
 }
 
 
@@ -203,3 +209,55 @@ class MetricSamples:
         identity = hashlib.blake2b((self._prefix + labels).encode(), digest_size=12).hexdigest()
         return Sample(SCHEMA_VERSION, identity, self.ts, self.cluster, self.source, self.collector, self.metric,
                       self.kind, number, *entity)  # fmt: skip
+
+
+@dataclass(slots=True)
+class MemberSample(Sample):
+    """A sample about one consumer-group member: the contract's fields plus `member_id` and `host`.
+
+    Only membership samples (``partition_assigned``) carry the two member labels, so every
+    other record, and its cost on the collector's hot path, stays as it was; a reader takes a
+    record without them as null. The member labels are the reading, not its identity: a
+    partition has one owner per cycle, so the id and the key are the group partition's (the
+    key without the client id), and a partition's samples stay in order on one partition of
+    the topic whoever owns it.
+    """
+
+    member_id: str | None = None
+    host: str | None = None
+
+    def key(self) -> bytes:
+        return sample_key(self.cluster, self.source, self.broker, self.topic, self.partition, self.group_id)
+
+    def to_json(self) -> bytes:
+        member_id = "null" if self.member_id is None else _quote(self.member_id)
+        host = "null" if self.host is None else _quote(self.host)
+        member = f',"member_id":{member_id},"host":{host}}}'
+        return Sample.to_json(self)[:-1] + member.encode()
+
+
+def with_member(sample: Sample, member_id: str | None, host: str | None) -> MemberSample:
+    """The sample as a membership sample naming that member (same id and fields)."""
+    return MemberSample(
+        sample.v,
+        sample.id,
+        sample.ts,
+        sample.cluster,
+        sample.source,
+        sample.collector,
+        sample.metric,
+        sample.kind,
+        sample.value,
+        sample.broker,
+        sample.topic,
+        sample.partition,
+        sample.group_id,
+        sample.client_id,
+        member_id,
+        host,
+    )
+
+
+def make_member_sample(*, member_id: str | None, host: str | None, **fields: Any) -> MemberSample:
+    """:func:`make_sample` for a membership sample (same checks, same id)."""
+    return with_member(make_sample(**fields), member_id, host)

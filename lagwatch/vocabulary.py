@@ -90,6 +90,9 @@ METRICS: tuple[Metric, ...] = (
            "Members of the group (DescribeConsumerGroups)"),
     Metric("consumer_group_state", "gauge", "state code", ("group_id",), ("admin",),
            "Group state code: 0 Unknown, 1 Empty, 2 Stable, 3 PreparingRebalance, 4 CompletingRebalance, 5 Dead"),
+    Metric("partition_assigned", "gauge", "flag (1)",
+           ("group_id", "topic", "partition", "client_id", "member_id", "host"), ("admin",),
+           "A group member owns the partition; the labels name it (DescribeConsumerGroups)"),
     # Added by the runner for every scrape target (source = the target's).
     Metric("up", "gauge", "0/1", ("broker", "client_id"), TARGET_SOURCES,
            "1 when the target answered within its timeout"),

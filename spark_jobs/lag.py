@@ -14,6 +14,10 @@ not per group: see windows.py for why); a bucket's state is a pickled dict of
 (topic, partition) (:func:`encode_groups` / :func:`decode_groups`).
 The judgement itself lives in ``lag_status.py``.
 
+Membership (``membership.py``) lives in the same bucket: the owner of each partition, the
+group's state, member count and rebalances join the rows here (owner_* columns of lag_1m;
+group_state, members and rebalances of group_status).
+
 The rows come out of the job's one stateful operator (``rollups.py``) as one Arrow blob per
 table; in foreachBatch, ``rollups.decode_table`` opens them (every lake column but `version`).
 A lag sample's own metric windows (``windows.py``) are kept in its group's bucket as well.
@@ -31,13 +35,14 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from lagwatch.config import LagConfig
+from spark_jobs import membership
 from spark_jobs.lag_status import PartitionReport, PartitionTracker, Thresholds, summarize_group
 from spark_jobs.windows import series_labels
 
@@ -65,6 +70,10 @@ LAG_1M_COLUMNS: tuple[str, ...] = (
     "status",
     "reason",
     "rule",
+    "owner_member_id",
+    "owner_client_id",
+    "owner_host",
+    "owner_changes",
 )
 GROUP_STATUS_COLUMNS: tuple[str, ...] = (
     "cluster",
@@ -77,12 +86,16 @@ GROUP_STATUS_COLUMNS: tuple[str, ...] = (
     "max_time_lag_s",
     "partitions",
     "topics",
+    "group_state",
+    "members",
+    "rebalances",
     "window_start",
     "updated_at",
 )
 GroupTracks = dict[tuple[str, int], PartitionTracker]
 #: The labels of a paired observation (from the committed-offset sample's series key).
 _PAIR_LABELS: tuple[str, ...] = ("cluster", "group_id", "topic", "partition")
+_EMPTY_MEASURES = {name: np.empty(0, np.int64) for name in ("ts", "pkey", "committed", "lag")}
 
 
 def encode_groups(groups: dict[tuple[str, str], GroupTracks]) -> bytes:
@@ -107,6 +120,8 @@ def pair_observations(samples: pd.DataFrame) -> pd.DataFrame:
     comparing strings per sample cost more than the whole lag judgement.
     Result: one row per observation, sorted by (pkey, ts).
     """
+    if samples.empty:  # a batch of membership samples only
+        return pd.DataFrame({name: np.empty(0, object) for name in _PAIR_LABELS} | _EMPTY_MEASURES)
     key = key_all = samples["pkey"].to_numpy(np.int64)
     ts = ts_all = samples["ts"].to_numpy(np.int64)
     labels = series_labels(samples["series_key"].to_numpy(), ("metric", *_PAIR_LABELS))
@@ -133,39 +148,81 @@ def pair_observations(samples: pd.DataFrame) -> pd.DataFrame:
 def update_lag(
     samples: pd.DataFrame,
     groups: dict[tuple[str, str], GroupTracks],
+    memberships: dict[tuple[str, str], membership.GroupMembership],
     lag_config: LagConfig,
     watermark_ms: int,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Fold a batch into the groups' trackers (in place); return (lag_1m, group_status) columns."""
-    observations = pair_observations(samples)
+    """Fold a batch into the groups' trackers and membership (in place); return (lag_1m, group_status) columns."""
+    metric = series_labels(samples["series_key"].to_numpy(), ("metric",))["metric"]
+    is_offset = np.isin(metric, LAG_METRICS)
+    keep_ms = max(int(lag_config.window_s * 1000), PERIOD_MS)
+    readings = membership.fold_readings(samples[~is_offset], memberships, keep_ms)
+    observations = pair_observations(samples[is_offset])
     keys = ["cluster", "group_id", "topic", "partition"]
     codes = observations["pkey"].to_numpy(np.int64)
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.empty(0, int)
-    ends = np.r_[starts[1:], len(codes)]
+    ends = np.r_[starts[1:], len(codes)] if len(codes) else starts
     cluster, group_id, topic, partition, ts, committed, lag = (
         observations[c].tolist() for c in (*keys, "ts", "committed", "lag")
     )
-    partition_rows: list[tuple[Any, ...]] = []
-    newest_period: dict[tuple[str, str], int] = {}
-    newest_report: dict[tuple[str, str, str, int], PartitionReport] = {}
+    rows = _Rows(memberships, readings)
     thresholds_of: dict[str, Thresholds] = {}
+
+    def thresholds_for(group: str) -> Thresholds:
+        return thresholds_of.get(group) or thresholds_of.setdefault(group, Thresholds.for_group(lag_config, group))
+
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         group_key, where = (cluster[start], group_id[start]), (topic[start], int(partition[start]))
-        thresholds = thresholds_of.get(group_key[1]) or thresholds_of.setdefault(
-            group_key[1], Thresholds.for_group(lag_config, group_key[1])
-        )
         track = groups.setdefault(group_key, {}).setdefault(where, PartitionTracker())
         observed = zip(ts[start:end], committed[start:end], lag[start:end], strict=True)
-        for report in fold_observations(track, thresholds, observed):
-            partition_rows.append(_partition_row(group_key, where, report))
-            period = report.ts_ms - report.ts_ms % PERIOD_MS
-            newest_period[group_key] = max(newest_period.get(group_key, period), period)
-            newest_report[(*group_key, *where)] = report
+        for report in fold_observations(track, thresholds_for(group_key[1]), observed):
+            rows.add_partition(group_key, where, report)
+    rows.add_late_readings(groups, thresholds_for)
     group_rows = [
-        _group_row(key, groups[key], period, lag_config, newest_report) for key, period in newest_period.items()
+        _group_row(key, groups[key], period, lag_config, rows.reports, memberships.get(key), readings)
+        for key, period in rows.newest_period.items()
     ]
-    _forget_silent(groups, watermark_ms, lag_config)
-    return _columns(partition_rows, LAG_1M_COLUMNS), _columns(group_rows, GROUP_STATUS_COLUMNS)
+    _forget_silent(groups, memberships, watermark_ms, lag_config)
+    return _columns(rows.partition_rows, LAG_1M_COLUMNS), _columns(group_rows, GROUP_STATUS_COLUMNS)
+
+
+class _Rows:
+    """The lag_1m rows of a batch, each partition's newest report and each group's newest window."""
+
+    def __init__(
+        self, memberships: dict[tuple[str, str], membership.GroupMembership], readings: membership.BatchReadings
+    ) -> None:
+        self.memberships = memberships
+        self.readings = readings
+        self.partition_rows: list[tuple[Any, ...]] = []
+        self.newest_period: dict[tuple[str, str], int] = {}
+        self.reports: dict[tuple[str, str, str, int], PartitionReport] = {}
+
+    def add_partition(self, group_key: tuple[str, str], where: tuple[str, int], report: PartitionReport) -> None:
+        period = report.ts_ms - report.ts_ms % PERIOD_MS
+        owned = self.memberships.get(group_key)
+        owner = owned.owner_at(where, report.ts_ms, self.readings, group_key) if owned is not None else None
+        changes = owned.owner_changes(where, period, report.ts_ms) if owned is not None else 0
+        self.partition_rows.append((*_partition_row(group_key, where, report), *(owner or (None,) * 3), changes))
+        self.newest_period[group_key] = max(self.newest_period.get(group_key, period), period)
+        self.reports[(*group_key, *where)] = report
+
+    def add_late_readings(
+        self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: Callable[[str], Thresholds]
+    ) -> None:
+        """Rows again where this batch brought the readings of a cycle whose observation an
+        earlier batch already wrote: the partition's owner, or the group's state and members."""
+        for group_key, wheres in self.readings.touched_partitions.items():
+            for where, stamps in wheres.items():
+                track = groups.get(group_key, {}).get(where)
+                if track is not None and (*group_key, *where) not in self.reports and track.last_ts_ms in stamps:
+                    self.add_partition(group_key, where, track.report(thresholds_for(group_key[1])))
+        for group_key, stamps in self.readings.touched_groups.items():
+            tracks = groups.get(group_key)
+            if tracks and group_key not in self.newest_period:
+                newest = max(track.last_ts_ms for track in tracks.values())
+                if newest in stamps:
+                    self.newest_period[group_key] = newest - newest % PERIOD_MS
 
 
 def _columns(rows: list[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, np.ndarray]:
@@ -193,7 +250,7 @@ def fold_observations(
 
 
 def _partition_row(group_key: tuple[str, str], where: tuple[str, int], report: PartitionReport) -> tuple[Any, ...]:
-    """A lag_1m row in LAG_1M_COLUMNS order (times in epoch ms)."""
+    """A lag_1m row's lag columns in LAG_1M_COLUMNS order (times in epoch ms); the owner's follow."""
     period = report.ts_ms - report.ts_ms % PERIOD_MS
     return (
         group_key[0],
@@ -223,6 +280,8 @@ def _group_row(
     period: int,
     lag_config: LagConfig,
     fresh_reports: dict[tuple[str, str, str, int], PartitionReport],
+    owned: membership.GroupMembership | None,
+    readings: membership.BatchReadings,
 ) -> tuple[Any, ...]:
     """A group_status row: every partition seen within one window of the group's newest observation.
 
@@ -237,6 +296,7 @@ def _group_row(
         for (topic, partition), track in tracks.items()
         if track.last_ts_ms >= recent_ms
     )
+    state, members = owned.group_at(newest, readings, group_key) if owned is not None else (None, None)
     return (
         group_key[0],
         group_key[1],
@@ -248,14 +308,23 @@ def _group_row(
         summary.max_time_lag_s,
         summary.partitions,
         summary.topics,
+        state,
+        members,
+        owned.rebalances(recent_ms, newest) if owned is not None else 0,
         period,
         newest,
     )
 
 
-def _forget_silent(groups: dict[tuple[str, str], GroupTracks], watermark_ms: int, lag_config: LagConfig) -> None:
-    """Drop partitions not observed for two windows behind the watermark, then empty groups."""
+def _forget_silent(
+    groups: dict[tuple[str, str], GroupTracks],
+    memberships: dict[tuple[str, str], membership.GroupMembership],
+    watermark_ms: int,
+    lag_config: LagConfig,
+) -> None:
+    """Drop partitions not observed (or read) for two windows behind the watermark, then empty groups."""
     oldest_ms = watermark_ms - int(2 * lag_config.window_s * 1000)
+    membership.forget_silent(memberships, oldest_ms)
     for group_key in list(groups):
         tracks = groups[group_key]
         for where in [w for w, track in tracks.items() if track.last_ts_ms < oldest_ms]:

@@ -6,10 +6,13 @@ the samples topic a second time. So every record is routed once through one exch
 ``route.py``, packed per state bucket (``packed.py`` says why):
 
 - each sample goes to its metric series' bucket (``windows.py`` state, one per window size);
-- except a lag sample (admin `committed_offset` / `consumer_lag` with a group): it goes to its
-  group's bucket (``lag.py`` state), where its metric windows are kept as well. A lag series
+- except a lag sample (admin `committed_offset` / `consumer_lag` with a group, or the group's
+  `consumer_group_state` / `consumer_group_members`): it goes to its group's bucket (``lag.py``
+  and ``membership.py`` state), where its metric windows are kept as well. A lag series
   always carries its group, so it always lands in the same bucket, and each sample crosses
   the exchange once;
+- a member sample (`partition_assigned`) goes to its group's bucket for the membership state
+  only: it has no metric windows;
 - a record that failed decoding (`error` set) goes to a bucket by its offset and comes out
   unchanged as a `dead_letters` row, touching no state. It has no event time, which leaves
   the watermark (the maximum event time) alone.
@@ -46,7 +49,7 @@ import pyarrow.compute as pc
 
 from lagwatch import lake as lakelib
 from lagwatch.config import LagConfig
-from spark_jobs import lag, packed, route, windows
+from spark_jobs import lag, membership, packed, route, windows
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
 
 if TYPE_CHECKING:
@@ -110,7 +113,7 @@ def _rollup_bucket(
     watermark_ms = state.getCurrentWatermarkMs()
     parts: list[tuple[str, windows.Columns]] = []
     roles = batch["role"].to_numpy()
-    metric_samples = batch.loc[roles != route.DEAD, list(METRIC_INPUTS)]
+    metric_samples = batch.loc[(roles == route.METRIC) | (roles == route.LAG), list(METRIC_INPUTS)]
     for table, millis in size_ms.items():
         if metric_samples.empty:
             break
@@ -125,11 +128,12 @@ def _rollup_bucket(
     dead = batch["dead_letter"].to_numpy()[roles == route.DEAD]
     if len(dead):
         parts.append(("dead_letters", _dead_letter_rows(dead)))
-    lag_samples = batch[roles == route.LAG]
+    lag_samples = batch[(roles == route.LAG) | (roles == route.MEMBER)]
     if lag_config is not None and not lag_samples.empty:
         groups = lag.decode_groups(saved["lag"]) if "lag" in saved else {}
-        partition_rows, group_rows = lag.update_lag(lag_samples, groups, lag_config, watermark_ms)
-        saved["lag"] = lag.encode_groups(groups)
+        members = membership.decode(saved["membership"]) if "membership" in saved else {}
+        partition_rows, group_rows = lag.update_lag(lag_samples, groups, members, lag_config, watermark_ms)
+        saved["lag"], saved["membership"] = lag.encode_groups(groups), membership.encode(members)
         parts += [("lag_1m", partition_rows), ("group_status", group_rows)]
     state.update((pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL),))
     parts = [(table, columns) for table, columns in parts if columns]

@@ -6,8 +6,12 @@ decides each record's bucket and role and packs each bucket's rows as one Arrow 
 ``mapInArrow`` (:func:`routed`) after Spark's native source:
 
 - a metric sample goes to its series' bucket (``pmod(sid, STATE_BUCKETS)``);
-- a lag sample (admin ``committed_offset`` / ``consumer_lag`` of a group's partition) goes to
-  its group's bucket, where the group's lag state and the sample's metric windows both live;
+- a lag sample (admin ``committed_offset`` / ``consumer_lag`` of a group's partition, or the
+  group's ``consumer_group_state`` / ``consumer_group_members``) goes to its group's bucket,
+  where the group's lag and membership state and the sample's metric windows all live;
+- a member sample (admin ``partition_assigned``, which names the partition's owner) goes to its
+  group's bucket too, for the membership state only: it has no metric windows, since the
+  metrics tables have no member columns (its values are lag_1m's owner columns);
 - a dead letter (``error`` set) goes to a bucket by its offset and passes the state untouched.
 
 Each routed row also carries the newest event time of its samples (NULL when it holds only
@@ -32,6 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from lagwatch.membership import GROUP_METRICS, PARTITION_ASSIGNED_METRIC
 from spark_jobs import packed
 from spark_jobs.lag import LAG_METRICS
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
@@ -41,8 +46,9 @@ from spark_jobs.windows import SERIES_COLUMNS
 #: call per micro-batch doing vectorised work for all its series/groups.
 STATE_BUCKETS = 16
 #: Each row's role in the operator: a LAG sample feeds its group's lag state and, like a METRIC
-#: sample, its own metric windows; a DEAD letter is written as it is.
-METRIC, LAG, DEAD = 0, 1, 2
+#: sample, its own metric windows; a MEMBER sample feeds only its group's membership state; a DEAD
+#: letter is written as it is.
+METRIC, LAG, DEAD, MEMBER = 0, 1, 2, 3
 #: The rows one packed cell of the operator's input holds.
 OPERATOR_SCHEMA = pa.schema(
     [
@@ -53,6 +59,8 @@ OPERATOR_SCHEMA = pa.schema(
         pa.field("value", pa.float64()),
         pa.field("series_key", pa.string()),  # the series labels as a JSON array, SERIES_COLUMNS order
         pa.field("dead_letter", pa.string()),  # a dead letter's fields as a JSON object, else NULL
+        pa.field("member_id", pa.string()),  # a member sample's member labels, else NULL
+        pa.field("host", pa.string()),
     ]
 )
 #: Spark's schema of the routed frame (``mapInArrow`` output).
@@ -143,6 +151,7 @@ def operator_rows(samples: pa.Table, cluster: str | None, lag_routing: bool) -> 
             samples.column("value").cast(pa.float64()),
             routes.series_key.take(pa.array(codes)),
             dead_letter,
+            *[_member_label(samples, name) for name in ("member_id", "host")],
         ],
         schema=OPERATOR_SCHEMA,
     )
@@ -190,27 +199,40 @@ def _series_routes(series: pa.Table, lag_routing: bool) -> SeriesRoutes:
         role=np.full(len(texts), METRIC, np.int8),
         series_key=_json_arrays(series),
     )
+    routes.role[_admin(series, PARTITION_ASSIGNED_METRIC, "group_id", "topic", "partition")] = MEMBER
     if lag_routing:
-        lag_rows = np.flatnonzero(_is_lag(series))
-        labels = series.select(["cluster", "group_id", "topic", "partition"]).take(pa.array(lag_rows)).to_pylist()
-        for row, label in zip(lag_rows.tolist(), labels, strict=True):
-            routes.role[row] = LAG
+        group_rows = _admin(series, GROUP_METRICS, "group_id")
+        routes.role[_admin(series, LAG_METRICS, "group_id", "topic", "partition") | group_rows] = LAG
+        state_rows = np.flatnonzero(routes.role != METRIC)
+        labels = series.select(["cluster", "group_id", "topic", "partition"]).take(pa.array(state_rows)).to_pylist()
+        for row, label in zip(state_rows.tolist(), labels, strict=True):
             routes.bucket[row] = spark_hash([label["cluster"], label["group_id"]]) % STATE_BUCKETS
-            routes.pkey[row] = spark_hash(list(label.values()))
+            if not group_rows[row]:
+                routes.pkey[row] = spark_hash(list(label.values()))
     return routes
 
 
-def _is_lag(series: pa.Table) -> np.ndarray:
-    """Admin committed offsets and lags of a group's partition: what lag analytics reads."""
+def _admin(series: pa.Table, metrics: str | tuple[str, ...], *labels: str) -> np.ndarray:
+    """Which series are admin samples of `metrics` with all of `labels` set (what lag and
+    membership state read)."""
+    wanted = pa.array([metrics] if isinstance(metrics, str) else list(metrics))
     conditions = [
         pc.equal(series.column("source"), "admin"),
-        pc.is_in(series.column("metric"), pa.array(LAG_METRICS)),
-        *[pc.is_valid(series.column(name)) for name in ("group_id", "topic", "partition")],
+        pc.is_in(series.column("metric"), wanted),
+        *[pc.is_valid(series.column(name)) for name in labels],
     ]
-    lag = conditions[0]
+    found = conditions[0]
     for condition in conditions[1:]:
-        lag = pc.and_kleene(lag, condition)
-    return pc.fill_null(lag, False).to_numpy(zero_copy_only=False)
+        found = pc.and_kleene(found, condition)
+    return pc.fill_null(found, False).to_numpy(zero_copy_only=False)
+
+
+def _member_label(samples: pa.Table, name: str) -> pa.Array:
+    """A member label column of the samples (NULL for rows built before the sample had it)."""
+    if name not in samples.column_names:
+        return pa.nulls(samples.num_rows, pa.string())
+    column = samples.column(name).combine_chunks()
+    return column if column.type == pa.string() else column.cast(pa.string())
 
 
 def _json_arrays(series: pa.Table) -> pa.Array:

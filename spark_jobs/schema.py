@@ -49,6 +49,8 @@ PARSED_SAMPLE_SCHEMA = StructType(
         StructField("partition", IntegerType()),
         StructField("group_id", StringType()),
         StructField("client_id", StringType()),
+        StructField("member_id", StringType()),
+        StructField("host", StringType()),
     ]
 )
 

@@ -24,7 +24,20 @@ TABLE_COLUMNS = [
     "reason",
     "partitions",
     "topics",
+    "group_state",
+    "members",
+    "rebalances",
     "updated_at",
+]
+OWNER_COLUMNS = [
+    "topic",
+    "partition",
+    "lag",
+    "status",
+    "owner_client_id",
+    "owner_host",
+    "owner_member_id",
+    "owner_changes",
 ]
 
 
@@ -67,14 +80,27 @@ def drill_down(ctx: ui.AppContext, scope: queries.Scope, groups: pd.DataFrame) -
     detail_scope = queries.Scope(scope.cluster, scope.end - HISTORY_RANGES[span], scope.end)
     detail = queries.group_detail(ctx.lake, detail_scope, group)
     row = groups[groups["group_id"] == group].iloc[0]
-    tiles = st.columns(5)
+    tiles = st.columns(7)
     tiles[0].metric("Status", str(row["status"]))
     tiles[1].metric("Total lag (messages)", ui.number(row["total_lag"]))
     tiles[2].metric("Time lag", ui.duration(row["max_time_lag_s"]))
     tiles[3].metric("Time to catch up", ui.duration(row["eta_s"]))
     tiles[4].metric("Partitions", ui.number(row["partitions"]))
-    st.caption(f"Reason: {row['reason']}")
+    tiles[5].metric("Members", ui.number(row["members"]))
+    tiles[6].metric("Rebalances (lag window)", ui.number(row["rebalances"]))
+    group_state = "not described" if pd.isna(row["group_state"]) else row["group_state"]
+    st.caption(f"Reason: {row['reason']} · group state: {group_state}")
+    _owners(detail["owners"])
     _detail_charts(detail)
+
+
+def _owners(owners: pd.DataFrame) -> None:
+    """Who owns each partition, the most lagging first: the consumer to look at."""
+    st.markdown("**Partitions and their owners** (newest minute; no owner: unassigned, or not described)")
+    if owners.empty:
+        ui.empty("No lag rows for this group in the last minutes.")
+        return
+    ui.table(owners[OWNER_COLUMNS], **ui.owner_columns())
 
 
 def _detail_charts(detail: queries.Frames) -> None:

@@ -1,4 +1,4 @@
-"""Admin collector against the real Kafka broker: offsets, lag, groups, retention, filters, failure.
+"""Admin collector against the real Kafka broker: offsets, lag, groups, members, retention, filters, failure.
 
 Records are produced with ordinary batching (the `kafka` fixture), as any producer does: the
 lag asserted here is exact on real Kafka, with no single-record batches anywhere.
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupState, TopicPartition
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -27,6 +27,7 @@ from collectors.admin_samples import GROUP_STATE_CODES
 from collectors.base import SampleFactory, ScrapeResult
 from lagwatch.broker import free_port
 from lagwatch.config import Config, parse_config
+from tests.collectors.group_members import GroupMember, wait_for
 from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.fixtures.real_kafka import RealKafkaBroker
 
@@ -240,14 +241,6 @@ def earliest_offset(admin: AdminClient, topic: str, partition: int) -> int:
     return int(admin.list_offsets({tp: OffsetSpec.earliest()})[tp].result(10).offset)
 
 
-def wait_for(condition: Callable[[], bool], what: str, bound_s: float = 60) -> None:
-    """Wait for the broker to reach a state (a bound on the wait, not a timed assertion)."""
-    give_up = time.monotonic() + bound_s
-    while not condition():
-        assert time.monotonic() < give_up, f"the broker never got there: {what}"
-        time.sleep(0.2)
-
-
 def test_log_start_offset_is_what_the_broker_reports_after_retention_deleted_segments(
     make_config: Callable[..., Config], kafka: KafkaWorkload, broker: RealKafkaBroker, unique: Callable[[str], str]
 ) -> None:
@@ -361,3 +354,65 @@ def test_a_topic_deleted_under_a_group_leaves_the_groups_other_topics_exact(
     assert [s for s in result.samples if s.topic == deleted] == []
     assert values(result, "consumer_lag", group_id=group) == {(group, remaining, 0): 5.0}
     assert values(result, "committed_offset", group_id=group) == {(group, remaining, 0): 3.0}
+
+
+def owners(result: ScrapeResult, group: str) -> dict[int, tuple[str | None, str | None, str | None]]:
+    """partition -> (member_id, client_id, host) from the cycle's partition_assigned samples."""
+    found: dict[int, tuple[str | None, str | None, str | None]] = {}
+    for s in result.samples:
+        if s.metric == "partition_assigned" and s.group_id == group:
+            assert s.value == 1.0 and s.partition not in found
+            found[s.partition] = (s.member_id, s.client_id, s.host)  # type: ignore[attr-defined]
+    return found
+
+
+def described(config: Config, group: str, members: int) -> ScrapeResult:
+    """A cycle in which the group is Stable with `members` members (the coordinator may still be
+    rebalancing right after a join or a leave; waiting for it is a bound, not an assertion)."""
+    stable = GROUP_STATE_CODES[ConsumerGroupState.STABLE]
+    result: list[ScrapeResult] = []
+
+    def settled() -> bool:
+        result[:] = [collect_once(config)]
+        return values(result[0], "consumer_group_members", group_id=group) == {(group, None, None): members} and (
+            values(result[0], "consumer_group_state", group_id=group) == {(group, None, None): stable}
+        )
+
+    wait_for(settled, f"{group} to be Stable with {members} member(s)")
+    return result[0]
+
+
+def test_members_own_partitions_and_a_leave_moves_them_to_the_other_member(
+    make_config: Callable[..., Config], kafka: KafkaWorkload, broker: RealKafkaBroker, unique: Callable[[str], str]
+) -> None:
+    topic, group = unique("owned-topic"), unique("owned-group")
+    kafka.create_topic(topic, 4)
+    kafka.produce(topic, {p: 50 for p in range(4)})
+    config = make_config(collect={"groups_allow": [f"^{group}$"], "topics_allow": [f"^{topic}$"]})
+    first = GroupMember(broker.bootstrap_servers, group, topic, "owner-a", commit_offset=10)
+    second = GroupMember(broker.bootstrap_servers, group, topic, "owner-b", commit_offset=10)
+    try:
+        wait_for(lambda: len(first.assigned) == 2 and len(second.assigned) == 2, "both members to own 2 partitions")
+        both = described(config, group, members=2)
+
+        seen = owners(both, group)
+        assert set(seen) == {0, 1, 2, 3}
+        by_member = {m.member_id: m for m in (first, second)}
+        for partition, (member_id, client_id, host) in seen.items():
+            member = by_member[member_id or ""]
+            assert client_id == member.client_id and partition in member.assigned
+            assert (host or "").lstrip("/") == "127.0.0.1"
+        assert {m for m, _, _ in seen.values()} == {first.member_id, second.member_id}
+        moved = {p for p, (member_id, _, _) in seen.items() if member_id == second.member_id}
+        assert len(moved) == 2
+        assert values(both, "consumer_lag", group_id=group) == {(group, topic, p): 40.0 for p in range(4)}
+
+        second.close()
+        wait_for(lambda: first.assigned == {0, 1, 2, 3}, "the remaining member to own every partition")
+        after = described(config, group, members=1)
+
+        assert owners(after, group) == {p: (first.member_id, "owner-a", seen[p][2]) for p in range(4)}
+        assert all(seen[p][0] == second.member_id for p in moved), "the new owner of the moved partitions"
+    finally:
+        second.close()
+        first.close()

@@ -130,6 +130,14 @@ def _heartbeat_rows(t: dt.datetime) -> list[dict[str, Any]]:
     return [_metric(t, m, v, r, source="heartbeat", client_id="collector-a") for m, (v, r) in values.items()]
 
 
+#: Who owns each group partition (member id, client id, host); billing's partition is unassigned.
+OWNERS = {
+    ("orders-app", "orders", 0): ("orders-app-1-5c1f", "orders-app-1", "/10.0.0.11"),
+    ("orders-app", "orders", 1): ("orders-app-2-77ab", "orders-app-2", "/10.0.0.12"),
+    ("audit", "orders", 0): ("audit-1-0d9e", "audit-1", "/10.0.0.21"),
+}
+
+
 def _lag_rows(t: dt.datetime) -> list[dict[str, Any]]:
     partitions = [
         ("orders-app", "orders", 0, 3000, 0.0, 5.0, 95.5, None, "STALL"),
@@ -161,6 +169,10 @@ def _lag_rows(t: dt.datetime) -> list[dict[str, Any]]:
                     "eta_s": eta,
                     "status": status,
                     "reason": f"{status.lower()} reason",
+                    "owner_member_id": OWNERS.get((group, topic, partition), (None,) * 3)[0],
+                    "owner_client_id": OWNERS.get((group, topic, partition), (None,) * 3)[1],
+                    "owner_host": OWNERS.get((group, topic, partition), (None,) * 3)[2],
+                    "owner_changes": 1 if (group, minutes_ago) == ("audit", 0) else 0,
                     "version": 1,
                 }
             )
@@ -180,6 +192,9 @@ def _status_rows(t: dt.datetime) -> list[dict[str, Any]]:
             "max_time_lag_s": time_lag,
             "partitions": kw.get("partitions", 1),
             "topics": kw.get("topics", "orders"),
+            "group_state": kw.get("group_state", "Stable"),
+            "members": kw.get("members", 1),
+            "rebalances": kw.get("rebalances", 0),
             "window_start": ts.replace(second=0, microsecond=0),
             "updated_at": ts,
             "version": kw.get("version", 2),
@@ -192,7 +207,7 @@ def _status_rows(t: dt.datetime) -> list[dict[str, Any]]:
         row("orders-app", "WARN", "lag rising", 3900, 2900, 80.0, t, partitions=2, version=1),
         row("orders-app", "STALL", "offsets not moving while lag > 0", 4200, 3000, 95.5, t, partitions=2),
         row("billing", "OK", "caught up", 7, 7, 0.5, t, topics="payments"),
-        row("audit", "WARN", "lag rising over the window", 1234, 1234, 300.0, t),
+        row("audit", "WARN", "lag rising over the window", 1234, 1234, 300.0, t, rebalances=1),
     ]
 
 

@@ -12,7 +12,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from tests.dashboard.alerts import lake_rows
-from tests.dashboard.conftest import CLUSTER, KnownLake, broker_gauges, group_status, newest
+from tests.dashboard.conftest import CLUSTER, OWNERS, KnownLake, broker_gauges, group_status, newest
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 PAGES = ["overview", "brokers", "topics", "groups", "alerts", "sql", "pipeline"]
@@ -145,6 +145,12 @@ def test_groups_table_and_drill_down(known_lake: KnownLake) -> None:
     audit_status = status[status["group_id"] == "audit"].iloc[0]
     assert shown["Status"] == audit_status["status"]
     assert shown["Total lag (messages)"] == fmt(audit_status["total_lag"])
+    assert (shown["Members"], shown["Rebalances (lag window)"]) == (fmt(audit_status["members"]), "1")
+    owners = frames(at)[1]  # who owns each lagging partition of the group, newest minute
+    expected = [(r["topic"], r["partition"], r["lag"], *OWNERS[("audit", r["topic"], r["partition"])]) for r in audit]
+    shown_owners = owners[["topic", "partition", "lag", "owner_member_id", "owner_client_id", "owner_host"]]
+    assert [tuple(r) for r in shown_owners.itertuples(index=False)] == expected
+    assert owners["owner_changes"].tolist() == [1]
     assert len(at.get("plotly_chart")) == 5  # heatmap, lag, time lag, status timeline, rates
 
 

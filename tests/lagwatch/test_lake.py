@@ -81,3 +81,32 @@ def test_measured_values_skip_dictionary_encoding_and_labels_keep_it(tmp_path: P
     assert any("DICTIONARY" in e for e in encodings["window_start"]), encodings
     rows = duckdb.sql(f"select count(*), sum(last) from read_parquet('{path.as_posix()}')").fetchall()
     assert rows == [(50, 150.0)]
+
+
+def test_a_lake_written_before_the_owner_columns_reads_them_as_null(tmp_path: Path) -> None:
+    """Files from before lag_1m had owner columns: the views and compaction give NULL there."""
+    import pyarrow.parquet as pq
+
+    from lagwatch.lake_maintenance import newest_rows
+
+    lake, views = tmp_path / "lake", tmp_path / "lagwatch.duckdb"
+    new_columns = ["owner_member_id", "owner_client_id", "owner_host", "owner_changes"]
+    row = {"cluster": "c", "window_start": WHEN, "group_id": "g", "topic": "t", "partition": 0, "lag": 5, "version": 1}
+    old = lakelib.rows_to_arrow("lag_1m", [row]).drop_columns(new_columns)
+    day = lakelib.table_dir(lake, "lag_1m") / "date=2026-07-01"
+    schema_file = lakelib.table_dir(lake, "lag_1m") / lakelib.SCHEMA_PARTITION / lakelib.SCHEMA_FILE
+    for path, data in ((day / "b1.parquet", old), (schema_file, old.schema.empty_table())):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(data, path)
+
+    lakelib.write_views_file(lake, views)
+    con = lakelib.connect_readonly(lake, views)
+    try:
+        assert con.execute(f"select lag, {', '.join(new_columns)} from lag_1m").fetchall() == [
+            (5, None, None, None, None)
+        ]
+    finally:
+        con.close()
+    compacted = newest_rows("lag_1m", [day / "b1.parquet"])
+    assert compacted.schema == lakelib.arrow_schema("lag_1m")
+    assert compacted.select(new_columns).to_pylist() == [dict.fromkeys(new_columns)]

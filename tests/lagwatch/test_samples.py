@@ -7,7 +7,7 @@ from dataclasses import asdict
 
 import pytest
 
-from lagwatch.samples import SAMPLE_FIELDS, MetricSamples, label_text, make_sample
+from lagwatch.samples import MEMBER_LABELS, SAMPLE_FIELDS, MetricSamples, label_text, make_member_sample, make_sample
 
 
 def _sample(**overrides: object):  # type: ignore[no-untyped-def]
@@ -42,7 +42,22 @@ def test_json_round_trips_with_every_contract_field() -> None:
     sample = _sample(cluster='we"ird\\name', client_id="ünïcode")
     decoded = json.loads(sample.to_json())
     assert decoded == asdict(sample)
-    assert list(decoded) == list(SAMPLE_FIELDS)
+    assert list(decoded) == [name for name in SAMPLE_FIELDS if name not in MEMBER_LABELS]
+
+
+def test_member_sample_adds_the_member_labels_to_json_and_keeps_the_partition_id_and_key() -> None:
+    fields = dict(ts=1, cluster="prod", source="admin", collector="c-1", metric="partition_assigned", kind="gauge")
+    labels = dict(value=1, group_id="billing", topic="orders", partition=3, client_id="app-1")
+    sample = make_member_sample(member_id="app-1-4f2a", host="/10.0.0.7", **fields, **labels)
+    decoded = json.loads(sample.to_json())
+    assert decoded == asdict(sample) and list(decoded) == list(SAMPLE_FIELDS)
+    assert (decoded["member_id"], decoded["host"]) == ("app-1-4f2a", "/10.0.0.7")
+    retried = make_member_sample(member_id="app-1-4f2a", host="/10.0.0.7", **fields, **labels)
+    assert retried.id == sample.id == make_sample(**fields, **labels).id, "one owner per partition and cycle"
+    later = {**fields, "ts": 2}
+    assert sample.id != make_member_sample(member_id="app-1-4f2a", host="/10.0.0.7", **later, **labels).id
+    other = make_member_sample(member_id="app-1-9c01", host="/10.0.0.7", **fields, **labels)
+    assert sample.key() == other.key() == b"prod|admin||orders|3|billing|", "a new owner stays in order"
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])

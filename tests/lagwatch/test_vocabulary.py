@@ -1,7 +1,8 @@
 """The vocabulary against what really runs: emitted names, the mapping table, docs, consumers.
 
 The emitted set comes from one real `collect --once` cycle: the admin collector on the real
-Kafka broker (a topic, an empty group with commits, one commit beyond the log end), the jpype
+Kafka broker (a topic, an empty group with commits, one commit beyond the log end, a group
+with a member that owns the topic's partitions), the jpype
 backend on the JMX test double (a broker target and a consumer-client target), and the
 Prometheus backend on the demo's simulated broker exporter. Every sample is read back from the
 samples topic, as the Spark job would read it.
@@ -24,6 +25,7 @@ from dashboard import charts, queries
 from lagwatch import demo, vocabulary
 from lagwatch.broker import free_port
 from lagwatch.config import Config
+from tests.collectors.group_members import GroupMember, wait_for
 from tests.fixtures.jmx_double import JmxDouble
 from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.fixtures.samples_topic import read_samples
@@ -35,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 NOT_EMITTED_HERE: dict[str, str] = {}
 #: Added by the runner for every target, so no mapping row produces them.
 RUNNER_METRICS = {"up", "scrape_duration_seconds"}
-LABELS = ("broker", "topic", "partition", "group_id", "client_id")
+LABELS = ("broker", "topic", "partition", "group_id", "client_id", "member_id", "host")
 
 
 @pytest.fixture(scope="module")
@@ -48,11 +50,13 @@ def emitted(
     from lagwatch.config import parse_config
 
     suffix = tmp_path_factory.mktemp("vocab").name
-    topic, group = f"vocab-topic-{suffix}", f"vocab-group-{suffix}"
+    topic, group, owned = f"vocab-topic-{suffix}", f"vocab-group-{suffix}", f"vocab-owned-{suffix}"
     kafka = KafkaWorkload(broker.bootstrap_servers)
     kafka.create_topic(topic, 2)
     kafka.produce(topic, {0: 5, 1: 3})
     kafka.commit(group, topic, {0: 2, 1: 1_000})  # partition 1: committed beyond the end
+    member = GroupMember(broker.bootstrap_servers, owned, topic, "vocab-member", commit_offset=1)
+    wait_for(lambda: member.assigned == {0, 1}, "the member to own the topic")
     counters = demo.DemoCounters(produced={"demo.orders": 7}, produced_bytes={"demo.orders": 700})
     exporter = demo.serve_exporter(counters, free_port())
     config: Config = parse_config(
@@ -63,7 +67,7 @@ def emitted(
                 "timeout_s": 10,
                 "coordinate": False,
                 "topics_allow": [f"^{topic}$"],
-                "groups_allow": [f"^{group}$"],
+                "groups_allow": [f"^{group}$", f"^{owned}$"],
             },
             "jmx": {
                 "targets": [
@@ -79,6 +83,7 @@ def emitted(
     try:
         assert runner.run(config, argparse.Namespace(once=True)) == 0
     finally:
+        member.close()
         exporter.shutdown()
         exporter.server_close()
     return read_samples(config.transport_servers(), config.transport.samples_topic, expect_at_least=40)
@@ -101,7 +106,7 @@ def test_emitted_samples_match_their_registered_kind_source_and_labels(emitted: 
         registered = vocabulary.metric(sample["metric"])
         assert sample["kind"] == registered.kind, sample
         assert sample["source"] in registered.sources, sample
-        labels = {label for label in LABELS if sample[label] is not None}
+        labels = {label for label in LABELS if sample.get(label) is not None}
         assert labels <= set(registered.labels), sample
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lagwatch.samples import make_sample
+from lagwatch.samples import make_member_sample, make_sample
 from spark_jobs.rollups import decode_table
 from spark_jobs.schema import PARSED_SAMPLE_SCHEMA
 
@@ -32,8 +32,11 @@ _ARROW_TYPES = {
 def parsed_sample(ts_ms: int, metric: str, kind: str, value: float, **fields: Any) -> dict[str, Any]:
     """One PARSED_SAMPLE_SCHEMA row built by the product's own make_sample (deterministic id)."""
     labels = {"cluster": "test", "source": "jmx", "collector": "test"} | fields
-    sample = make_sample(ts=ts_ms, metric=metric, kind=kind, value=value, **labels)
-    row = {name: getattr(sample, name) for name in PARSED_SAMPLE_SCHEMA.fieldNames() if name != "event_time"}
+    if "member_id" in labels or "host" in labels:
+        sample = make_member_sample(ts=ts_ms, metric=metric, kind=kind, value=value, **labels)
+    else:
+        sample = make_sample(ts=ts_ms, metric=metric, kind=kind, value=value, **labels)
+    row = {name: getattr(sample, name, None) for name in PARSED_SAMPLE_SCHEMA.fieldNames() if name != "event_time"}
     row["event_time"] = dt.datetime.fromtimestamp(ts_ms / 1000, tz=dt.UTC)
     return row
 

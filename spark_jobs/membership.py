@@ -1,0 +1,182 @@
+"""Consumer-group membership in the stream: who owns each partition, the group's state and
+member count, and the rebalances seen; kept beside the group's lag state (same bucket, ``lag.py``).
+
+Input, routed to the group's bucket by ``route.py``: the admin collector's `partition_assigned`
+samples (one per owned partition and cycle, labelled with the owner: member_id, client_id,
+host) and the group's `consumer_group_state` / `consumer_group_members` samples.
+
+Rules (also in docs/rollups.md):
+
+- **Same cycle.** A lag_1m row names the owner read in the same collector cycle (same ts) as
+  the row's newest observation, and a group_status row the state and member count of the cycle
+  of its updated_at, as lag pairs a committed offset with the end offset of its own cycle. No
+  reading for that cycle (the describe did not answer, nobody owned the partition, or the
+  sample is still on its way) leaves them NULL, never an older cycle's owner; a reading that
+  arrives in a later batch than its observation writes the row again, with it.
+- **Owner changes.** A reading whose member differs from the partition's previous reading is
+  one change, at its ts. ``lag_1m.owner_changes`` counts them within the row's minute.
+- **Rebalances.** The collector cycles within the lag window (``lag.window_s`` up to
+  updated_at) at which the group was PreparingRebalance or CompletingRebalance, its member count
+  differed from the previous reading, or any of its partitions changed owner.
+- **State.** Per group: each partition's newest owner reading with the times of its owner
+  changes, and the newest group reading with the times of its rebalance events, both kept for
+  the lag window. A group silent for two windows behind the watermark is forgotten, as its lag
+  state is.
+"""
+
+from __future__ import annotations
+
+import pickle
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lagwatch.membership import GROUP_STATE_METRIC, PARTITION_ASSIGNED_METRIC, REBALANCING_CODES, group_state_name
+from spark_jobs.windows import series_labels
+
+GroupKey = tuple[str, str]
+Where = tuple[str, int]
+#: member_id, client_id, host
+Owner = tuple[str | None, str | None, str | None]
+_LABELS: tuple[str, ...] = ("cluster", "metric", "group_id", "topic", "partition", "client_id")
+#: Slots of an owner reading and of a group reading (plain lists: they pickle at C speed).
+_TS, _MEMBER, _CLIENT, _HOST, _CHANGES = range(5)
+_STATE, _MEMBERS, _PREVIOUS_MEMBERS, _EVENTS = range(1, 5)
+
+
+@dataclass(slots=True)
+class GroupMembership:
+    """One group's newest readings and the times of its owner changes and rebalance events."""
+
+    #: (topic, partition) -> [ts, member_id, client_id, host, [owner change ts, …]]
+    owners: dict[Where, list[Any]] = field(default_factory=dict)
+    #: [ts, state code, members, the previous reading's members, [rebalance event ts, …]]
+    group: list[Any] = field(default_factory=lambda: [-1, None, None, None, []])
+
+    def observe_owner(self, where: Where, ts: int, owner: Owner, keep_ms: int) -> None:
+        """Take one cycle's owner of a partition; an older or repeated cycle changes nothing."""
+        slot = self.owners.get(where)
+        if slot is None:
+            self.owners[where] = [ts, *owner, []]
+            return
+        if ts <= slot[_TS]:
+            return
+        changes = slot[_CHANGES]
+        if slot[_MEMBER] != owner[0]:
+            changes.append(ts)
+        del changes[: bisect_left(changes, ts - keep_ms)]
+        slot[_TS : _HOST + 1] = [ts, *owner]
+
+    def observe_group(self, ts: int, metric: str, value: float, keep_ms: int) -> None:
+        """Take one cycle's state or member count (the two arrive as separate samples)."""
+        group = self.group
+        if ts < group[_TS]:
+            return
+        if ts > group[_TS]:
+            if group[_MEMBERS] is not None:
+                group[_PREVIOUS_MEMBERS] = group[_MEMBERS]
+            group[_TS], group[_STATE], group[_MEMBERS] = ts, None, None
+        events = group[_EVENTS]
+        if metric == GROUP_STATE_METRIC:
+            group[_STATE] = int(value)
+            rebalanced = group[_STATE] in REBALANCING_CODES
+        else:
+            group[_MEMBERS] = int(value)
+            rebalanced = group[_PREVIOUS_MEMBERS] is not None and group[_MEMBERS] != group[_PREVIOUS_MEMBERS]
+        if rebalanced and (not events or events[-1] != ts):
+            events.append(ts)
+        del events[: bisect_left(events, ts - keep_ms)]
+
+    def owner_at(self, where: Where, ts: int, batch: BatchReadings, key: GroupKey) -> Owner | None:
+        """The owner read in the cycle at `ts` (this batch's readings, or the newest kept)."""
+        slot = self.owners.get(where)
+        if slot is not None and slot[_TS] == ts:
+            return slot[_MEMBER], slot[_CLIENT], slot[_HOST]
+        return batch.owners.get((key, where, ts))
+
+    def group_at(self, ts: int, batch: BatchReadings, key: GroupKey) -> tuple[str | None, int | None]:
+        """(state name, members) read in the cycle at `ts`; None where that cycle has no reading."""
+        group = self.group
+        reading = (group[_STATE], group[_MEMBERS]) if group[_TS] == ts else batch.groups.get((key, ts), (None, None))
+        return group_state_name(reading[0]), reading[1]
+
+    def owner_changes(self, where: Where, start_ms: int, end_ms: int) -> int:
+        slot = self.owners.get(where)
+        return 0 if slot is None else _count_between(slot[_CHANGES], start_ms, end_ms)
+
+    def rebalances(self, start_ms: int, end_ms: int) -> int:
+        """Cycles in [start_ms, end_ms] with a rebalance event or an owner change."""
+        stamps = {ts for ts in self.group[_EVENTS] if start_ms <= ts <= end_ms}
+        for slot in self.owners.values():
+            stamps.update(ts for ts in slot[_CHANGES] if start_ms <= ts <= end_ms)
+        return len(stamps)
+
+    def forget_before(self, oldest_ms: int) -> bool:
+        """Drop partitions (and the group reading) not read since `oldest_ms`; True when nothing is left."""
+        for where in [w for w, slot in self.owners.items() if slot[_TS] < oldest_ms]:
+            del self.owners[where]
+        return not self.owners and self.group[_TS] < oldest_ms
+
+
+def _count_between(stamps: list[int], start_ms: int, end_ms: int) -> int:
+    return bisect_right(stamps, end_ms) - bisect_left(stamps, start_ms)
+
+
+@dataclass
+class BatchReadings:
+    """This batch's readings by cycle, for rows of cycles older than the newest kept, and what
+    they touched (so rows written before their reading arrived are written again)."""
+
+    owners: dict[tuple[GroupKey, Where, int], Owner] = field(default_factory=dict)
+    groups: dict[tuple[GroupKey, int], list[Any]] = field(default_factory=dict)
+    touched_partitions: dict[GroupKey, dict[Where, set[int]]] = field(default_factory=dict)
+    touched_groups: dict[GroupKey, set[int]] = field(default_factory=dict)
+
+
+def fold_readings(samples: pd.DataFrame, memberships: dict[GroupKey, GroupMembership], keep_ms: int) -> BatchReadings:
+    """Fold a batch's membership samples into the groups' state (in place), in time order."""
+    batch = BatchReadings()
+    if samples.empty:
+        return batch
+    labels = series_labels(samples["series_key"].to_numpy(), _LABELS)
+    stamps = samples["ts"].to_numpy(np.int64)
+    values = samples["value"].to_numpy(np.float64)
+    member_ids, hosts = samples["member_id"].to_numpy(object), samples["host"].to_numpy(object)
+    for i in np.argsort(stamps, kind="stable").tolist():
+        key, ts = (labels["cluster"][i], labels["group_id"][i]), int(stamps[i])
+        membership = memberships.get(key) or memberships.setdefault(key, GroupMembership())
+        if labels["metric"][i] == PARTITION_ASSIGNED_METRIC:
+            where = (labels["topic"][i], int(labels["partition"][i]))
+            owner = (_text(member_ids[i]), labels["client_id"][i], _text(hosts[i]))
+            membership.observe_owner(where, ts, owner, keep_ms)
+            batch.owners[(key, where, ts)] = owner
+            batch.touched_partitions.setdefault(key, {}).setdefault(where, set()).add(ts)
+        else:
+            metric = labels["metric"][i]
+            membership.observe_group(ts, metric, float(values[i]), keep_ms)
+            reading = batch.groups.setdefault((key, ts), [None, None])
+            reading[0 if metric == GROUP_STATE_METRIC else 1] = int(values[i])
+            batch.touched_groups.setdefault(key, set()).add(ts)
+    return batch
+
+
+def _text(value: Any) -> str | None:
+    """A member label from pandas: None for NULL (which may come as None or NaN)."""
+    return value if isinstance(value, str) else None
+
+
+def encode(memberships: dict[GroupKey, GroupMembership]) -> bytes:
+    plain = {key: (m.owners, m.group) for key, m in memberships.items()}
+    return pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode(blob: bytes) -> dict[GroupKey, GroupMembership]:
+    return {key: GroupMembership(owners, group) for key, (owners, group) in pickle.loads(blob).items()}
+
+
+def forget_silent(memberships: dict[GroupKey, GroupMembership], oldest_ms: int) -> None:
+    for key in [k for k, m in memberships.items() if m.forget_before(oldest_ms)]:
+        del memberships[key]
