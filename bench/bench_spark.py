@@ -378,31 +378,6 @@ def run() -> list[Result]:
             "min",
             f"{rate.sustained_note}; preload {preload_s:.0f} s",
         ),
-        Result(
-            f"sustained samples/s (standalone cluster, {CLUSTER_WORKERS} workers × 1 core, --available-now)",
-            on_cluster.sustained,
-            "samples/s",
-            None,
-            note=f"same topic, fresh checkpoint; {on_cluster.sustained_note}; executors {EXECUTOR_MEMORY} each, "
-            "driver, Master, Workers and broker on the same 2 cores",
-        ),
-        Result(
-            "sustained samples/s per core: cluster vs local[2]",
-            on_cluster.sustained / CLUSTER_WORKERS,
-            "samples/s",
-            None,
-            note=f"local[2]: {rate.sustained / 2:,.0f} per core ({on_cluster.sustained / rate.sustained:.0%} of it "
-            f"on the cluster); whole runs incl. warm-up: cluster {on_cluster.whole_run:,.0f}, "
-            f"local[2] {rate.whole_run:,.0f} samples/s",
-        ),
-        Result(
-            "cluster job CPU per sample (whole run)",
-            on_cluster.job_cpu_s / SAMPLES * 1e6,
-            "µs",
-            None,
-            note=f"driver and both Workers' trees {on_cluster.job_cpu_s:.0f} s CPU, the broker "
-            f"{on_cluster.broker_cpu_s:.0f} s, over {on_cluster.wall_s:.0f} s from the job's start",
-        ),
         Result("samples/s, whole run incl. warm-up batch", rate.whole_run, "samples/s", None, note=rate.whole_note),
         Result(
             "job CPU per sample (whole run)",
@@ -411,6 +386,38 @@ def run() -> list[Result]:
             None,
             note=f"job {rate.job_cpu_s:.0f} s CPU and the broker {rate.broker_cpu_s:.0f} s, on 2 cores over "
             f"{rate.wall_s:.0f} s from the job's start (the broker serves the topic on the same cores)",
+        ),
+        Result(
+            f"sustained samples/s (standalone cluster, {CLUSTER_WORKERS} workers × 1 core, --available-now)",
+            on_cluster.sustained,
+            "samples/s",
+            None,
+            note=f"same topic, fresh checkpoint; {on_cluster.sustained_note}; executors {EXECUTOR_MEMORY} each; "
+            f"driver, Master, Workers and broker on the same 2 cores; local[2] in the same run: {rate.sustained:,.0f}",
+        ),
+        Result(
+            "cluster samples/s, whole run incl. warm-up batch",
+            on_cluster.whole_run,
+            "samples/s",
+            None,
+            note=on_cluster.whole_note,
+        ),
+        Result(
+            "cluster job CPU per sample (whole run)",
+            on_cluster.job_cpu_s / SAMPLES * 1e6,
+            "µs",
+            None,
+            note=f"driver and both Workers' process trees {on_cluster.job_cpu_s:.0f} s CPU, the broker "
+            f"{on_cluster.broker_cpu_s:.0f} s, over {on_cluster.wall_s:.0f} s from the job's start",
+        ),
+        Result(
+            "samples per CPU-second: cluster vs local[2]",
+            SAMPLES / on_cluster.job_cpu_s,
+            "samples/CPU-s",
+            None,
+            note=f"local[2]: {SAMPLES / rate.job_cpu_s:,.0f} (what one core does when the job has it to itself, "
+            f"whatever else the host runs); sustained per core: cluster {on_cluster.sustained / CLUSTER_WORKERS:,.0f}, "
+            f"local[2] {rate.sustained / 2:,.0f}",
         ),
         Result("p95 freshness at 2 s trigger", p95, "s", 5, "max", live_note),
         Result("peak RSS driver JVM", watch.jvm, "MB", None, note="spark.driver.memory 2g"),

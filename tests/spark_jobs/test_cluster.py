@@ -18,6 +18,7 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,15 +27,15 @@ import pytest
 from confluent_kafka import Producer
 
 from lagwatch import lake as lakelib
-from lagwatch.config import load_config
+from lagwatch.config import load_config, parse_config
 from lagwatch.kafka import ensure_topic
 from lagwatch.samples import Sample, make_sample
+from spark_jobs.job import JobPaths
+from spark_jobs.session import project_archive
 from tests.conftest import ARTIFACTS
 from tests.dashboard.alerts.support import wait_until
 from tests.fixtures.processes import ROOT, start_lagwatch
 from tests.fixtures.spark_cluster import SparkStandaloneCluster
-
-pytestmark = pytest.mark.slow
 
 TOPIC_PARTITIONS = 4
 GROUPS = 12
@@ -117,6 +118,7 @@ watermark_s = {WATERMARK_S}
 trigger_s = 2
 [spark.conf]
 "spark.executor.memory" = "1g"
+"spark.driver.host" = "127.0.0.1"
 """
     )
     return path
@@ -165,6 +167,37 @@ def assert_meaningful(config_path: Path, samples: int) -> None:
     assert len(statuses) >= 2, f"one status only: {statuses}"
 
 
+def _config_with_checkpoints(checkpoint_dir: str) -> Any:
+    return parse_config({"cluster": {"name": "t"}, "spark": {"checkpoint_dir": checkpoint_dir}}, environ={})
+
+
+def test_a_checkpoint_uri_is_kept_as_written_and_a_path_is_resolved(tmp_path: Path) -> None:
+    """An executor on another host reaches the checkpoint only through the URI the user wrote;
+    the project's zip is then built in a local temp folder, since the driver serves it."""
+    on_hdfs = JobPaths.of(_config_with_checkpoints("hdfs://namenode:8020/lagwatch/checkpoints/"))
+    assert on_hdfs.checkpoint("rollups") == "hdfs://namenode:8020/lagwatch/checkpoints/rollups"
+    assert on_hdfs.archives.is_absolute()
+    local = JobPaths.of(_config_with_checkpoints(str(tmp_path / "state" / "checkpoints")))
+    assert local.checkpoint("rollups") == str(tmp_path / "state" / "checkpoints" / "rollups")
+    assert local.archives == tmp_path / "state" / "pyfiles"
+
+
+def test_the_project_zip_holds_both_packages_and_is_built_once(tmp_path: Path) -> None:
+    first = project_archive(tmp_path)
+    assert first is not None and project_archive(tmp_path) == first
+    assert len(list(tmp_path.iterdir())) == 1, "the same code, the same file"
+    with zipfile.ZipFile(first) as archive:
+        names = set(archive.namelist())
+    assert {
+        "lagwatch/__init__.py",
+        "lagwatch/config.py",
+        "spark_jobs/kafka_source.py",
+        "spark_jobs/rollups.py",
+    } <= names
+    assert not any(name.startswith(("collectors/", "dashboard/")) for name in names)
+
+
+@pytest.mark.slow
 def test_executors_import_the_project_from_the_zip_the_driver_ships(
     spark_cluster: SparkStandaloneCluster, tmp_path: Path
 ) -> None:
@@ -266,6 +299,7 @@ def cluster_runs(
     return ClusterRuns(continuous, available_now, local, killed, stop_code, tasks)
 
 
+@pytest.mark.slow
 def test_available_now_on_the_cluster_equals_local_2(cluster_runs: ClusterRuns) -> None:
     assert_meaningful(cluster_runs.local, CYCLES * BROKERS)
     for table in COMPARED_TABLES:
@@ -273,6 +307,7 @@ def test_available_now_on_the_cluster_equals_local_2(cluster_runs: ClusterRuns) 
     assert all(tasks > 0 for tasks in cluster_runs.tasks_per_worker), "both Workers' executors ran tasks"
 
 
+@pytest.mark.slow
 def test_worker_killed_mid_run_loses_nothing_and_counts_nothing_twice(cluster_runs: ClusterRuns) -> None:
     """The batch the kill hit is retried on the other executor (the lost shuffle output
     recomputed, the state reloaded from the checkpoint), or the query restarts from its
