@@ -95,8 +95,8 @@ def project_archive(directory: Path) -> Path | None:
     """A zip of SHIPPED_PACKAGES' Python files, named by a hash of their content, built once.
 
     None when the packages are not plain files (the driver itself imports them from a zip, as
-    under `spark-submit --py-files`, which ships them already). The name changes with the code,
-    so an executor never keeps a stale copy from a previous run of the same application name.
+    under `spark-submit --py-files`, which ships them already). Named by content, the zip is
+    built once per version of the code and never rewritten while another driver serves it.
     """
     root = project_root()
     if not all((root / package / "__init__.py").is_file() for package in SHIPPED_PACKAGES):

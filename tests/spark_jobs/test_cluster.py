@@ -34,6 +34,7 @@ from spark_jobs.job import JobPaths
 from spark_jobs.session import project_archive
 from tests.conftest import ARTIFACTS
 from tests.dashboard.alerts.support import wait_until
+from tests.dashboard.alerts.support import write_config as write_toml_config
 from tests.fixtures.processes import ROOT, start_lagwatch
 from tests.fixtures.spark_cluster import SparkStandaloneCluster
 
@@ -99,29 +100,20 @@ def produce(servers: str, topic: str, samples: list[Sample]) -> int:
 
 def write_config(directory: Path, servers: str, topic: str, master: str) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "config.toml"
-    path.write_text(
-        f"""
-[cluster]
-name = "cluster-test"
-bootstrap_servers = "{servers}"
-[transport]
-samples_topic = "{topic}"
-samples_partitions = {TOPIC_PARTITIONS}
-[lake]
-path = "{directory / "lake"}"
-duckdb_path = "{directory / "lagwatch.duckdb"}"
-[spark]
-master = "{master}"
-checkpoint_dir = "{directory / "state" / "checkpoints"}"
-watermark_s = {WATERMARK_S}
-trigger_s = 2
-[spark.conf]
-"spark.executor.memory" = "1g"
-"spark.driver.host" = "127.0.0.1"
-"""
-    )
-    return path
+    sections = {
+        "cluster": {"name": "cluster-test", "bootstrap_servers": servers},
+        "transport": {"samples_topic": topic, "samples_partitions": TOPIC_PARTITIONS},
+        "lake": {"path": str(directory / "lake"), "duckdb_path": str(directory / "lagwatch.duckdb")},
+        "spark": {
+            "master": master,
+            "checkpoint_dir": str(directory / "state" / "checkpoints"),
+            "watermark_s": WATERMARK_S,
+            "trigger_s": 2,
+            # Everything on loopback; 1 GB per executor (the Workers offer 1 GB each).
+            "conf": {"spark.executor.memory": "1g", "spark.driver.host": "127.0.0.1"},
+        },
+    }
+    return write_toml_config(directory / "config.toml", sections, rules=[], receivers=[])
 
 
 def lake_query(config_path: Path, sql: str) -> list[tuple[Any, ...]]:
