@@ -45,7 +45,7 @@ BROKERS = 3
 STEP_MS = 15_000
 #: Event times start here (inside every retention; the views and the lake are time-partitioned).
 START_MS = (int(time.time() * 1000) - 3_600_000) // 60_000 * 60_000
-#: Far above the test's whole event-time span (≈ 10 minutes): no sample is ever behind the
+#: Far above the test's whole event-time span (24 cycles, 6 minutes): no sample is ever behind the
 #: watermark, whichever records a continuous run's micro-batches happen to hold, so the batch
 #: boundaries cannot drop anything and the recomputation must match exactly.
 WATERMARK_S = 3600
