@@ -13,6 +13,12 @@
    feeds live samples stamped with the current time; freshness per batch is the job's own
    pipeline_progress `freshness_s` (report time − newest event time written), p95 over batches.
 3. Peak RSS of the driver JVM, the Python driver and the Python workers, sampled from /proc.
+4. The same throughput run on a Spark standalone cluster on loopback (a Master and
+   CLUSTER_WORKERS Workers of one core each, from PySpark's own spark-class:
+   tests/fixtures/spark_cluster.py) over the same preloaded topic, with a fresh checkpoint and
+   lake: the executors read Kafka, decode and keep the state in JVMs and Python workers of
+   their own, and the driver writes the lake. Its CPU adds the Workers' process trees (the
+   executors and their Python workers) to the job's.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ SERIES = 5_000
 SCRAPE_INTERVAL_MS = 15_000
 LIVE_RATE = 1_000  # samples/s fed during the freshness run (one record per produce batch on tansu)
 LIVE_SECONDS = 60
+CLUSTER_WORKERS = 2
+EXECUTOR_MEMORY = "1g"
 #: Batch cap of the throughput run: the job's default (`spark.max_rows_per_batch`), what a
 #: backlog is processed in.
 BATCH_ROWS = SparkConfig.model_fields["max_rows_per_batch"].default
@@ -92,9 +100,19 @@ def preload(servers: str, topic: str, count: int) -> float:
 
 
 def _write_config(
-    directory: Path, servers: str, topic: str, trigger_s: float, max_rows_per_batch: int = BATCH_ROWS
+    directory: Path,
+    servers: str,
+    topic: str,
+    trigger_s: float,
+    max_rows_per_batch: int = BATCH_ROWS,
+    master: str = "local[2]",
 ) -> Path:
     path = directory / "config.toml"
+    on_cluster = (
+        ""
+        if master.startswith("local")
+        else (f'"spark.executor.memory" = "{EXECUTOR_MEMORY}"\n"spark.driver.host" = "127.0.0.1"\n')
+    )
     path.write_text(
         f"""
 [cluster]
@@ -107,12 +125,13 @@ samples_partitions = {PARTITIONS}
 path = "{directory / "lake"}"
 duckdb_path = "{directory / "lagwatch.duckdb"}"
 [spark]
+master = "{master}"
 trigger_s = {trigger_s}
 max_rows_per_batch = {max_rows_per_batch}
 checkpoint_dir = "{directory / "checkpoints"}"
 [spark.conf]
 "spark.driver.memory" = "2g"
-"""
+{on_cluster}"""
     )
     return path
 
@@ -240,17 +259,27 @@ def _rate(batches: list[tuple[str, float, float, int, float | None]]) -> tuple[i
     return rows, max(b[1] + b[2] for b in batches) - min(b[1] for b in batches)
 
 
-def throughput(servers: str, directory: Path, broker_pid: int) -> tuple[Throughput, JobWatch]:
-    topic = "bench-throughput"
-    preload_s = preload(servers, topic, SAMPLES)
-    config_path = _write_config(directory, servers, topic, trigger_s=2)
+THROUGHPUT_TOPIC = "bench-throughput"
+
+
+def throughput(
+    servers: str, directory: Path, broker_pid: int, master: str = "local[2]", cluster_roots: tuple[int, ...] = ()
+) -> tuple[Throughput, JobWatch]:
+    """`stream --available-now` over the preloaded topic on `master`; `cluster_roots` are the PIDs
+    of the Workers whose process trees (executors, their Python workers) count in the job's CPU."""
+    config_path = _write_config(directory, servers, THROUGHPUT_TOPIC, trigger_s=2, master=master)
     watch = JobWatch()
+    workers = [JobWatch() for _ in cluster_roots]
     broker_cpu, started = _cpu_seconds(broker_pid), time.monotonic()
     job = _stream(config_path, directory / "throughput.log", available_now=True)
     watch.watch(job.pid)
+    for worker, pid in zip(workers, cluster_roots, strict=True):
+        worker.watch(pid)
     code = job.wait(1800)
-    watch.stop()
-    usage = (sum(watch.cpu.values()), _cpu_seconds(broker_pid) - broker_cpu, time.monotonic() - started)
+    for each in (watch, *workers):
+        each.stop()
+    job_cpu = sum(sum(each.cpu.values()) for each in (watch, *workers))
+    usage = (job_cpu, _cpu_seconds(broker_pid) - broker_cpu, time.monotonic() - started)
     if code != 0:
         raise RuntimeError(f"stream --available-now exited {code}; see {directory / 'throughput.log'}")
     batches = sorted((r for r in _progress(directory) if r[0] == "rollups" and r[3] > 0), key=lambda r: r[1])
@@ -260,10 +289,20 @@ def throughput(servers: str, directory: Path, broker_pid: int) -> tuple[Throughp
     all_rows, all_s = _rate(batches)
     note = (
         f"{warm_rows:,} samples in {len(batches) - 1} batches of ≤ {BATCH_ROWS:,} over {warm_s:.1f} s after the "
-        f"first (warm-up) batch of {batches[0][2]:.1f} s; preload {preload_s:.0f} s"
+        f"first (warm-up) batch of {batches[0][2]:.1f} s"
     )
     whole_note = f"{all_rows:,} samples over {all_s:.1f} s, first batch included (JVM start excluded)"
     return Throughput(warm_rows / warm_s, all_rows / all_s, note, whole_note, *usage), watch
+
+
+def cluster_throughput(servers: str, directory: Path, broker_pid: int) -> Throughput:
+    """The throughput run on a standalone cluster of CLUSTER_WORKERS one-core Workers."""
+    from tests.fixtures.spark_cluster import SparkStandaloneCluster
+
+    with SparkStandaloneCluster(directory / "cluster", workers=CLUSTER_WORKERS, cores=1) as cluster:
+        roots = tuple(worker.process.pid for worker in cluster.workers)
+        rate, _ = throughput(servers, directory, broker_pid, master=cluster.url, cluster_roots=roots)
+    return rate
 
 
 def freshness(servers: str, directory: Path) -> tuple[float, str]:
@@ -325,7 +364,10 @@ def run() -> list[Result]:
         (base / "throughput").mkdir()
         (base / "live").mkdir()
         assert broker.pid is not None
+        preload_s = preload(broker.bootstrap_servers, THROUGHPUT_TOPIC, SAMPLES)
         rate, watch = throughput(broker.bootstrap_servers, base / "throughput", broker.pid)
+        (base / "cluster").mkdir()
+        on_cluster = cluster_throughput(broker.bootstrap_servers, base / "cluster", broker.pid)
         p95, live_note = freshness(broker.bootstrap_servers, base / "live")
     return [
         Result(
@@ -334,7 +376,7 @@ def run() -> list[Result]:
             "samples/s",
             150_000,
             "min",
-            rate.sustained_note,
+            f"{rate.sustained_note}; preload {preload_s:.0f} s",
         ),
         Result("samples/s, whole run incl. warm-up batch", rate.whole_run, "samples/s", None, note=rate.whole_note),
         Result(
@@ -344,6 +386,38 @@ def run() -> list[Result]:
             None,
             note=f"job {rate.job_cpu_s:.0f} s CPU and the broker {rate.broker_cpu_s:.0f} s, on 2 cores over "
             f"{rate.wall_s:.0f} s from the job's start (the broker serves the topic on the same cores)",
+        ),
+        Result(
+            f"sustained samples/s (standalone cluster, {CLUSTER_WORKERS} workers × 1 core, --available-now)",
+            on_cluster.sustained,
+            "samples/s",
+            None,
+            note=f"same topic, fresh checkpoint; {on_cluster.sustained_note}; executors {EXECUTOR_MEMORY} each; "
+            f"driver, Master, Workers and broker on the same 2 cores; local[2] in the same run: {rate.sustained:,.0f}",
+        ),
+        Result(
+            "cluster samples/s, whole run incl. warm-up batch",
+            on_cluster.whole_run,
+            "samples/s",
+            None,
+            note=on_cluster.whole_note,
+        ),
+        Result(
+            "cluster job CPU per sample (whole run)",
+            on_cluster.job_cpu_s / SAMPLES * 1e6,
+            "µs",
+            None,
+            note=f"driver and both Workers' process trees {on_cluster.job_cpu_s:.0f} s CPU, the broker "
+            f"{on_cluster.broker_cpu_s:.0f} s, over {on_cluster.wall_s:.0f} s from the job's start",
+        ),
+        Result(
+            "samples per CPU-second: cluster vs local[2]",
+            SAMPLES / on_cluster.job_cpu_s,
+            "samples/CPU-s",
+            None,
+            note=f"local[2]: {SAMPLES / rate.job_cpu_s:,.0f} (what one core does when the job has it to itself, "
+            f"whatever else the host runs); sustained per core: cluster {on_cluster.sustained / CLUSTER_WORKERS:,.0f}, "
+            f"local[2] {rate.sustained / 2:,.0f}",
         ),
         Result("p95 freshness at 2 s trigger", p95, "s", 5, "max", live_note),
         Result("peak RSS driver JVM", watch.jvm, "MB", None, note="spark.driver.memory 2g"),

@@ -28,7 +28,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import re
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -55,19 +57,36 @@ MAX_RESTARTS = 3
 KAFKA_BACKOFF_MAX_S = 10.0
 
 
+#: A checkpoint_dir with a scheme (hdfs://, s3a://, file:/…) is a Hadoop filesystem URI: kept as written.
+_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")
+
+
 @dataclass
 class JobPaths:
     lake: Path
     duckdb: Path
-    checkpoints: Path
+    #: A local folder resolved against the config file, or a URI every executor can reach.
+    checkpoints: str
+    #: Local folder where the driver builds the project's zip for a cluster's executors.
+    archives: Path
 
     @classmethod
     def of(cls, config: Config) -> JobPaths:
+        configured = config.spark.checkpoint_dir
+        if _URI.match(configured):
+            checkpoints, archives = configured.rstrip("/"), Path(tempfile.gettempdir()) / "lagwatch-pyfiles"
+        else:
+            local = config.resolve_path(configured)
+            checkpoints, archives = str(local), local.parent / "pyfiles"
         return cls(
             lake=config.resolve_path(config.lake.path),
             duckdb=config.resolve_path(config.lake.duckdb_path),
-            checkpoints=config.resolve_path(config.spark.checkpoint_dir),
+            checkpoints=checkpoints,
+            archives=archives,
         )
+
+    def checkpoint(self, query: str) -> str:
+        return f"{self.checkpoints}/{query}"
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
@@ -131,7 +150,7 @@ class StreamJob:
         from spark_jobs.progress import ProgressListener
         from spark_jobs.session import build_session
 
-        spark = build_session(self.config)
+        spark = build_session(self.config, archive_dir=self.paths.archives)
         listener = self.listener = ProgressListener(self.paths.lake, self.config.cluster.name)
         spark.streams.addListener(listener)
         previous = self._install_signal_handlers()
@@ -280,7 +299,7 @@ def _start(frame: Any, name: str, writer: Any, config: Config, paths: JobPaths, 
         frame.writeStream.queryName(name)
         .foreachBatch(writer)
         .outputMode("append")
-        .option("checkpointLocation", str(paths.checkpoints / name))
+        .option("checkpointLocation", paths.checkpoint(name))
     )
     if available_now:
         stream = stream.trigger(availableNow=True)

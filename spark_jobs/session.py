@@ -5,14 +5,20 @@ start, and Spark's default of 200 makes small batches an order of magnitude slow
 (docs/performance.md), so it defaults to the master's core count; the UI is off unless
 configured (a port nobody asked for); the session zone is UTC so timestamps are never
 shifted; Arrow is on because the lake writer converts every batch to Arrow.
+
+On a cluster master (anything but `local…`) the executors run in JVMs of their own, on other
+hosts, and import the data source and the stateful functions by name: the session ships the
+project's packages to them as a zip (:func:`ship_project`), built from the code the driver runs.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +27,16 @@ from lagwatch.config import Config
 log = logging.getLogger(__name__)
 
 APP_NAME = "lagwatch-stream"
+#: The packages executors import (the data source, decode/route, the stateful operator, and the
+#: contracts they use). The other parts (collectors, dashboard) never run there.
+SHIPPED_PACKAGES = ("lagwatch", "spark_jobs")
 #: JVM options of the driver and executors (one JVM in local mode): the quick (C1) compiler only.
 JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
+def is_local(master: str) -> bool:
+    """`local`, `local[N]`, `local[N,F]`, `local-cluster[…]`: executors share the driver's host and files."""
+    return master.strip().startswith("local")
 
 
 def master_cores(master: str) -> int:
@@ -65,14 +79,64 @@ def _python_path_for_workers() -> None:
     """Python workers must import spark_jobs/lagwatch (the data source and the stateful functions
     are pickled by reference); an editable install's import hook is not seen by every worker, so
     the project root goes on PYTHONPATH, which local-mode workers inherit."""
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(project_root())
     parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     if root not in parts:
         os.environ["PYTHONPATH"] = os.pathsep.join([root, *parts])
 
 
-def build_session(config: Config) -> Any:
-    """Start (or reuse) the SparkSession; executors' Python is this interpreter unless set."""
+def project_root() -> Path:
+    return Path(__file__).resolve().parent.parent
+
+
+def project_archive(directory: Path) -> Path | None:
+    """A zip of SHIPPED_PACKAGES' Python files, named by a hash of their content, built once.
+
+    None when the packages are not plain files (the driver itself imports them from a zip, as
+    under `spark-submit --py-files`, which ships them already). Named by content, the zip is
+    built once per version of the code and never rewritten while another driver serves it.
+    """
+    root = project_root()
+    if not all((root / package / "__init__.py").is_file() for package in SHIPPED_PACKAGES):
+        return None
+    files = sorted(f for package in SHIPPED_PACKAGES for f in (root / package).rglob("*.py"))
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.relative_to(root).as_posix().encode() + b"\0" + file.read_bytes())
+    target = directory / f"lagwatch-{digest.hexdigest()[:16]}.zip"
+    if not target.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as archive:
+            for file in files:
+                archive.write(file, file.relative_to(root).as_posix())
+        partial.replace(target)
+    return target
+
+
+def ship_project(spark: Any, directory: Path) -> Path | None:
+    """Send the project's packages to every executor (`SparkContext.addPyFile`).
+
+    Why addPyFile and not a `spark.submit.pyFiles` setting on the builder: under spark-submit
+    the JVM is already running, so that setting would only replace the user's `--py-files` list
+    instead of shipping anything; addPyFile ships the file in both cases, and puts it on the
+    Python path of every task, including the data source's reads. It must run before the data
+    source is registered, which captures the list of shipped files.
+    """
+    archive = project_archive(directory)
+    if archive is None:
+        log.info("project packages are not plain files under %s: not shipping them", project_root())
+        return None
+    spark.sparkContext.addPyFile(str(archive))
+    log.info("shipped the project to the executors as %s", archive)
+    return archive
+
+
+def build_session(config: Config, archive_dir: Path | None = None) -> Any:
+    """Start (or reuse) the SparkSession; executors' Python is this interpreter unless set.
+
+    On a cluster master the project's zip is built into `archive_dir` and shipped (ship_project).
+    """
     from pyspark.sql import SparkSession
 
     _python_path_for_workers()
@@ -83,6 +147,8 @@ def build_session(config: Config) -> Any:
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    if not is_local(config.spark.master) and archive_dir is not None:
+        ship_project(spark, archive_dir)
     log.info(
         "Spark %s session on %s (%s shuffle partitions)",
         spark.version,

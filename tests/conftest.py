@@ -30,6 +30,7 @@ pytest_plugins = [
     "tests.fixtures.kafka_workload",
     "tests.fixtures.alertmanager",
     "tests.fixtures.exporter",
+    "tests.fixtures.spark_cluster",
 ]
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
