@@ -39,7 +39,7 @@ from typing import Any
 
 from lagwatch import lake as lakelib
 from lagwatch.config import Config
-from lagwatch.kafka import KafkaUnreachable, check_reachable, cluster_for, ensure_topic, transport_client_config
+from lagwatch.kafka import KafkaUnreachable, check_reachable, cluster_for, ensure_samples_topic, transport_client_config
 from lagwatch.lake_maintenance import maintain_lake
 
 log = logging.getLogger(__name__)
@@ -76,7 +76,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     with cluster_for(config) as config:
         settings = transport_client_config(config)
         check_reachable(settings, timeout_s=config.spark.kafka_timeout_s)
-        ensure_topic(settings, config.transport.samples_topic, config.transport.samples_partitions)
+        ensure_samples_topic(config)
         paths = JobPaths.of(config)
         lakelib.write_views_file(paths.lake, paths.duckdb)
         log.info("lake %s, views %s, checkpoints %s", paths.lake, paths.duckdb, paths.checkpoints)
