@@ -60,7 +60,7 @@ def test_secrets_come_from_the_environment_and_security_passes_through() -> None
 
 
 def test_prometheus_target_needs_url() -> None:
-    with pytest.raises(ConfigError, match=r"jmx\.targets\.0.*url"):
+    with pytest.raises(ConfigError, match=r"jmx\.targets\[0\].*url"):
         parse_config({"jmx": {"targets": [{"broker": "1", "backend": "prometheus"}]}}, "x.toml", environ={})
 
 
