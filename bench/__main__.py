@@ -24,6 +24,7 @@ BENCHMARKS: dict[str, str] = {
     "spark job": "bench.bench_spark",
     "dashboard": "bench.bench_dashboard",
     "alerts": "bench.bench_alerts",
+    "local stack": "bench.bench_stack",
 }
 
 
