@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 ROLLUPS_QUERY = "rollups"
 #: How often the driver loop wakes to check queries, signals and the maintenance timer.
 POLL_S = 1.0
+#: On SIGTERM, how long the driver waits for the last batch's progress row before it exits.
+STOP_PROGRESS_WAIT_S = 1.0
 #: Failures that say nothing about the data: Spark gives a new Python worker a fixed 10 s to
 #: connect back, which a heavily loaded host can miss. The query restarts from its checkpoint.
 TRANSIENT_FAILURES = ("Python worker failed to connect back",)
@@ -141,7 +143,8 @@ class StreamJob:
             return self._watch()
         finally:
             self._stop_queries()
-            listener.wait_recorded(self.queries)
+            # On a stop request, bounded short: after an idle trigger no progress event ever comes.
+            listener.wait_recorded(self.queries, timeout_s=STOP_PROGRESS_WAIT_S if self.stopping.is_set() else 15.0)
             spark.streams.removeListener(listener)
             self._restore_signal_handlers(previous)
             self._maintain()

@@ -135,8 +135,6 @@ class ProgressListener(StreamingQueryListener):
         deadline = time.monotonic() + timeout_s
         for query in queries:
             last = query.lastProgress
-            if last and not last.get("numInputRows"):
-                continue  # an idle trigger's progress goes to onQueryIdle: there is nothing to wait for
             while last and self.recorded.get(query.name, -1) < last["batchId"] and time.monotonic() < deadline:
                 time.sleep(0.1)
 
