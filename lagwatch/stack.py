@@ -36,7 +36,7 @@ from lagwatch.kafka import EMBEDDED_BOOTSTRAP_ENV, check_reachable, cluster_clie
 log = logging.getLogger(__name__)
 
 #: Seconds after Ctrl-C before what has not stopped is killed; with the broker's own stop this
-#: keeps the whole stack's stop under 10 s (the Spark job alone used to take ≈ 15 s).
+#: keeps the whole stack's stop under the 10 s an operator waits for (docs/operations.md).
 STOP_GRACE_S = 7.0
 
 
