@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, str] = {
     "dashboard": "bench.bench_dashboard",
     "alerts": "bench.bench_alerts",
     "http api": "bench.bench_api",
+    "local stack": "bench.bench_stack",
 }
 
 

@@ -19,7 +19,7 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 
 from lagwatch.config import Config
-from lagwatch.kafka import ensure_topic, transport_client_config
+from lagwatch.kafka import ensure_internal_topic, transport_client_config
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +52,10 @@ class AllTargets:
         return
 
 
-def _ensure_partitions(settings: dict[str, str], topic: str, count: int) -> None:
+def _ensure_partitions(config: Config, topic: str, count: int) -> None:
     """The topic needs one partition per target; grow it if targets were added."""
-    ensure_topic(settings, topic, count)
-    admin = AdminClient(settings)
+    ensure_internal_topic(config, topic, count)
+    admin = AdminClient(transport_client_config(config))
     current = len(admin.list_topics(topic, timeout=10).topics[topic].partitions)
     if current < count:
         admin.create_partitions([NewPartitions(topic, count)])[topic].result(10)
@@ -70,7 +70,7 @@ class GroupAssignment:
         self._held: set[int] = set()
         settings = transport_client_config(config)
         topic = config.collect.coordination_topic
-        _ensure_partitions(settings, topic, max(1, len(self._names)))
+        _ensure_partitions(config, topic, max(1, len(self._names)))
         session_ms = config.collect.session_timeout_ms
         self._consumer = Consumer(
             {

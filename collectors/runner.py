@@ -23,7 +23,13 @@ from collectors.coordinator import AllTargets, GroupAssignment, TargetAssignment
 from collectors.publisher import SamplePublisher
 from lagwatch.config import Config
 from lagwatch.gc_pause import cyclic_gc_paused
-from lagwatch.kafka import check_reachable, cluster_client_config, cluster_for, ensure_topic, transport_client_config
+from lagwatch.kafka import (
+    check_reachable,
+    cluster_client_config,
+    cluster_for,
+    ensure_samples_topic,
+    transport_client_config,
+)
 from lagwatch.samples import Sample
 
 log = logging.getLogger(__name__)
@@ -178,7 +184,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
         check_reachable(cluster_client_config(config), timeout_s=config.collect.timeout_s + 5)
         transport = transport_client_config(config)
         check_reachable(transport, timeout_s=config.collect.timeout_s + 5)
-        ensure_topic(transport, config.transport.samples_topic, config.transport.samples_partitions)
+        ensure_samples_topic(config)
         return _run_collect(config, once=bool(getattr(args, "once", False)))
 
 

@@ -1,9 +1,11 @@
 """`lagwatch` command line: one entry point, one sub-command per process.
 
-Each sub-command loads and validates the config first (exit 2 on a bad config, with the file
-and key named), then hands over to its part's `run(config, args) -> int`. Parts are imported
-lazily so `lagwatch sql` never pays for starting Spark, and a part's import error names the
-part instead of breaking every command.
+Each sub-command loads and validates the whole config first, alert rules included (exit 2 on a
+bad config, with the file and key named), so a mistake is caught by whichever command runs
+first, not hours later by the one process that reads that key. Then it hands over to its part's
+`run(config, args) -> int`. Parts are imported lazily so `lagwatch sql` never pays for starting
+Spark. `--config` and `--log-level` are accepted before or after the sub-command. Exit codes
+are the few in `lagwatch.exit_codes`, listed in the README.
 """
 
 from __future__ import annotations
@@ -14,12 +16,8 @@ import logging
 import sys
 from collections.abc import Callable
 
-from lagwatch.config import ConfigError, load_config
-
-EXIT_OK = 0
-EXIT_CONFIG = 2
-EXIT_UNREACHABLE = 3
-EXIT_INTERRUPTED = 130
+from lagwatch import __version__, exit_codes
+from lagwatch.config import Config, ConfigError, load_config
 
 log = logging.getLogger("lagwatch")
 
@@ -57,7 +55,7 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
     demo = sub.add_parser("demo", help="local workload: producers, consumers and lag")
     demo.add_argument("--duration-s", type=float, default=0, help="stop after this many seconds (0: run until stopped)")
 
-    up = sub.add_parser("up", help="start everything: broker, demo, collectors, Spark job, alerts, dashboard")
+    up = sub.add_parser("up", help="start everything: broker, demo, collectors, Spark job, alerts, dashboard, API")
     up.add_argument("--no-demo", action="store_true", help="do not start the demo workload")
 
     sub.add_parser("status", help="report each component's health")
@@ -65,12 +63,35 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
     sub.add_parser("api", help="serve /metrics (Prometheus), Burrow's v3 API, /healthz and /readyz from the lake")
 
 
+#: Rule checks that need the alert engine's knowledge of the lake (tables, columns, templates).
+RULE_CHECK = "dashboard.alerts.rules:compile_rules"
+
+
+def _add_common_options(parser: argparse.ArgumentParser, default: object) -> None:
+    """Options every command takes. On a sub-command their default is SUPPRESS, so a value given
+    before the sub-command is kept unless it is given again after it."""
+    parser.add_argument("--config", default=default, help="config file (default: $LAGWATCH_CONFIG, else ./config.toml)")
+    parser.add_argument(
+        "--log-level", default=default, choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="default: INFO"
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lagwatch", description="Kafka monitoring and consumer-lag analytics")
-    parser.add_argument("--config", help="config file (default: $LAGWATCH_CONFIG or ./config.toml)")
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    _add_commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    parser.add_argument("--version", action="version", version=f"lagwatch {__version__}")
+    _add_common_options(parser, default=None)
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_commands(sub)
+    for command in sub.choices.values():
+        _add_common_options(command, default=argparse.SUPPRESS)
     return parser
+
+
+def load_and_validate(path: str | None) -> Config:
+    """The config, with every alert rule compiled: a bad rule stops any command, not only alerts."""
+    config = load_config(path)
+    _resolve(RULE_CHECK)(config.alerts)
+    return config
 
 
 def _resolve(target: str) -> Callable[..., int]:
@@ -89,26 +110,40 @@ def setup_logging(level: str) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+_DOCUMENTED = {
+    exit_codes.OK,
+    exit_codes.FAILED,
+    exit_codes.BAD_INPUT,
+    exit_codes.KAFKA_UNREACHABLE,
+    exit_codes.INTERRUPTED,
+}
+
+
+def _documented(code: int, command: str) -> int:
+    """A part's own code if it is one the README lists; anything else is reported as FAILED."""
+    if code in _DOCUMENTED:
+        return code
+    log.error("lagwatch %s ended with code %d; reporting it as %d (failed)", command, code, exit_codes.FAILED)
+    return exit_codes.FAILED
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.log_level = args.log_level or "INFO"
     setup_logging(args.log_level)
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print(f"lagwatch: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
     from lagwatch.kafka import KafkaUnreachable
 
     try:
-        return int(_resolve(COMMANDS[args.command])(config, args) or EXIT_OK)
+        config = load_and_validate(args.config)
+        return _documented(int(_resolve(COMMANDS[args.command])(config, args) or exit_codes.OK), args.command)
     except ConfigError as exc:
         print(f"lagwatch: {exc}", file=sys.stderr)
-        return EXIT_CONFIG
+        return exit_codes.BAD_INPUT
     except KafkaUnreachable as exc:
         print(f"lagwatch: {exc}", file=sys.stderr)
-        return EXIT_UNREACHABLE
+        return exit_codes.KAFKA_UNREACHABLE
     except KeyboardInterrupt:
-        return EXIT_INTERRUPTED
+        return exit_codes.INTERRUPTED
 
 
 if __name__ == "__main__":

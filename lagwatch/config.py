@@ -11,13 +11,16 @@ are merged in after validation; a secret-looking key in the file is rejected.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+log = logging.getLogger(__name__)
 
 DEFAULT_CONFIG_PATH = "config.toml"
 CONFIG_ENV_VAR = "LAGWATCH_CONFIG"
@@ -30,6 +33,47 @@ SECRET_CLIENT_KEYS = frozenset(
 
 class ConfigError(Exception):
     """A configuration problem, already phrased for the operator (file and key named)."""
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration_seconds(text: str) -> float:
+    """ "90s", "2m", "1h30m", "0" -> seconds; anything else is a ValueError saying what is accepted."""
+    text = text.strip()
+    if text == "0":
+        return 0.0
+    parts = _DURATION_PART.findall(text)
+    if not parts or "".join(n + u for n, u in parts) != text:
+        raise ValueError(f'bad duration {text!r} (use e.g. "30s", "2m", "1h30m")')
+    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+
+
+def parse_duration(text: str, where: str) -> float:
+    """`duration_seconds`, with the failure as a ConfigError naming `where`."""
+    try:
+        return duration_seconds(text)
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+
+
+def _valid_duration(text: str) -> str:
+    duration_seconds(text)
+    return text
+
+
+#: A duration as written in the file ("30s", "1h30m"), checked when the config loads so every
+#: command refuses a bad one, not only the process that reads it.
+Duration = Annotated[str, AfterValidator(_valid_duration)]
+
+
+def _valid_optional_duration(text: str) -> str:
+    return _valid_duration(text) if text else text
+
+
+#: A Duration, or "" for "not set".
+OptionalDuration = Annotated[str, AfterValidator(_valid_optional_duration)]
 
 
 class _Model(BaseModel):
@@ -63,6 +107,13 @@ class TransportConfig(_Model):
     bootstrap_servers: str = ""
     samples_topic: str = Field("lagwatch.samples", min_length=1)
     samples_partitions: int = Field(6, ge=1)
+    #: Replication factor of the topics Lagwatch creates (samples, collector coordination, alert
+    #: leader). Unset: min(3, live brokers). Topics that already exist are left as they are.
+    replication_factor: int | None = Field(None, ge=1)
+    #: retention.ms of the samples topic: how far back `lagwatch stream` can replay (e.g. a new checkpoint).
+    samples_retention_hours: float = Field(168, gt=0)
+    #: retention.ms of the coordination and alert-leader topics (they carry no data of their own).
+    internal_retention_hours: float = Field(24, gt=0)
     client: dict[str, Any] = Field(default_factory=dict)
     #: librdkafka producer settings passed through as they are.
     producer: dict[str, Any] = Field(default_factory=dict)
@@ -170,6 +221,19 @@ class LakeConfig(_Model):
     #: Replaced files are deleted only after this many seconds (running queries keep them).
     grace_period_s: float = Field(600, ge=0)
 
+    @field_validator("retention_days")
+    @classmethod
+    def _retention_names_tables(cls, days: dict[str, float]) -> dict[str, float]:
+        from lagwatch.lake import TABLES
+
+        unknown = sorted(set(days) - set(TABLES))
+        if unknown:
+            raise ValueError(f"unknown table(s) {unknown}; lake tables: {sorted(TABLES)}")
+        for table, value in days.items():
+            if value <= 0:
+                raise ValueError(f"{table}: retention must be more than 0 days, got {value}")
+        return days
+
 
 class SparkConfig(_Model):
     master: str = "local[2]"
@@ -255,7 +319,8 @@ class ApiConfig(_Model):
 
 class AlertReceiver(_Model):
     name: str = Field(min_length=1)
-    type: Literal["webhook", "slack", "alertmanager"] = "webhook"
+    #: A registered receiver type: webhook | slack | alertmanager (checked against the registry at load).
+    type: str = Field("webhook", min_length=1)
     url: str = Field(min_length=1)
     #: Environment variable holding the HMAC secret for the signature header.
     secret_env: str | None = None
@@ -276,7 +341,7 @@ class AlertRule(_Model):
     by: list[str] = Field(default_factory=list)
     op: Literal[">", ">=", "<", "<=", "==", "!="] = ">"
     threshold: float = 0
-    for_: str = Field("0s", alias="for")
+    for_: Duration = Field("0s", alias="for")
     severity: str = "warning"
     receivers: list[str] = Field(default_factory=list)
     labels: dict[str, str] = Field(default_factory=dict)
@@ -292,10 +357,10 @@ class AlertRule(_Model):
     #: kind = "status": fire when the status is at or above this level (OK<WARN<REWIND<STALL<STOP<ERR).
     level: str = "STALL"
     #: kind = "rate": change per second over this window; dead_letters: rows received in this window.
-    window: str = "5m"
+    window: Duration = "5m"
     #: How far back a series counts as current (empty: per-table default); absence: how long a
     #: silent series is remembered.
-    lookback: str = ""
+    lookback: OptionalDuration = ""
 
 
 class InhibitRule(_Model):
@@ -309,9 +374,9 @@ class InhibitRule(_Model):
 class AlertsConfig(_Model):
     evaluate_every_s: float = Field(15, gt=0)
     group_by: list[str] = Field(default_factory=lambda: ["alertname", "cluster"])
-    group_wait: str = "30s"
-    group_interval: str = "5m"
-    repeat_interval: str = "4h"
+    group_wait: Duration = "30s"
+    group_interval: Duration = "5m"
+    repeat_interval: Duration = "4h"
     state_dir: str = "state/alerts"
     use_default_rules: bool = True
     receivers: list[AlertReceiver] = Field(default_factory=list)
@@ -377,14 +442,35 @@ class Config(_Model):
         return Path(self.source_path).resolve().parent / candidate
 
 
-def _format_validation_error(exc: ValidationError, path: str) -> str:
+def _key_name(loc: tuple[int | str, ...], data: dict[str, Any]) -> str:
+    """Dotted key; a list item is named by its `name` the way rule errors are (alerts.rules 'LagHigh': for)."""
+    key = ""
+    node: Any = data
+    for part in loc:
+        node = node[part] if isinstance(node, dict | list) and _has(node, part) else None
+        if isinstance(part, int) and isinstance(node, dict) and isinstance(node.get("name"), str):
+            key += f" {node['name']!r}:"
+        elif isinstance(part, int):
+            key += f"[{part}]"
+        else:
+            key += (" " if key.endswith(":") else "." if key else "") + part
+    return key.rstrip(":") or "(top level)"
+
+
+def _has(node: dict[str, Any] | list[Any], part: int | str) -> bool:
+    if isinstance(node, dict):
+        return part in node
+    return isinstance(part, int) and 0 <= part < len(node)
+
+
+def _format_validation_error(exc: ValidationError, path: str, data: dict[str, Any]) -> str:
     lines = [f"invalid configuration in {path}:"]
     for err in exc.errors():
-        key = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        key = _key_name(err["loc"], data)
         if err["type"] == "extra_forbidden":
             lines.append(f"  {key}: unknown key")
         else:
-            lines.append(f"  {key}: {err['msg']}")
+            lines.append(f"  {key}: {err['msg'].removeprefix('Value error, ')}")
     return "\n".join(lines)
 
 
@@ -410,23 +496,41 @@ def parse_config(data: dict[str, Any], path: str = "<memory>", environ: dict[str
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(_format_validation_error(exc, path)) from None
+        raise ConfigError(_format_validation_error(exc, path, data)) from None
     config.source_path = path if path != "<memory>" else ""
     _apply_env_secrets(config, dict(os.environ) if environ is None else environ)
     return config
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
-    """Load `path`, else $LAGWATCH_CONFIG, else ./config.toml (defaults if that is absent)."""
+    """Load `path`, else $LAGWATCH_CONFIG, else ./config.toml (defaults, said out loud, if that is absent)."""
     explicit = path is not None or CONFIG_ENV_VAR in os.environ
     chosen = str(path) if path is not None else os.environ.get(CONFIG_ENV_VAR, DEFAULT_CONFIG_PATH)
     file = Path(chosen)
     if not file.exists():
         if explicit:
             raise ConfigError(f"config file not found: {chosen}")
-        return parse_config({})
+        return _defaults(file)
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML in {chosen}: {exc}") from None
     return parse_config(data, str(file))
+
+
+def _defaults(looked_for: Path) -> Config:
+    """No ./config.toml: the built-in defaults, and a warning saying so and what that means."""
+    config = parse_config({})
+    cluster = (
+        "no bootstrap servers, so Kafka commands start the embedded demo broker (tansu, in memory)"
+        if config.embedded_broker
+        else f"cluster {config.cluster.bootstrap_servers} (LAGWATCH_BOOTSTRAP_SERVERS)"
+    )
+    log.warning(
+        "no config file at %s (pass --config PATH or set %s): using the built-in defaults: %s; lake in %s",
+        looked_for.resolve(),
+        CONFIG_ENV_VAR,
+        cluster,
+        Path(config.lake.path).resolve(),
+    )
+    return config

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lagwatch.broker import TANSU_PRODUCER_SETTINGS, EmbeddedBroker
-from lagwatch.config import Config
+from lagwatch.config import Config, ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -62,21 +62,75 @@ def check_reachable(settings: dict[str, Any], timeout_s: float = 10.0) -> None:
         ) from None
 
 
-def ensure_topic(settings: dict[str, Any], topic: str, partitions: int, timeout_s: float = 10.0) -> None:
-    """Create `topic` if it does not exist yet (an existing topic is left as it is)."""
+#: Replication factor of created topics when none is configured: 3, or every live broker if fewer.
+DEFAULT_MAX_REPLICATION = 3
+#: Where the replication factor of Lagwatch's own topics is configured (named in errors).
+REPLICATION_KEY = "transport.replication_factor"
+
+
+def ensure_topic(
+    settings: dict[str, Any],
+    topic: str,
+    partitions: int,
+    timeout_s: float = 10.0,
+    *,
+    replication_factor: int | None = None,
+    topic_config: dict[str, str] | None = None,
+) -> None:
+    """Create `topic` if it does not exist yet (an existing topic is left as it is).
+
+    The replication factor is `replication_factor`, else min(3, live brokers): a hard-coded 1
+    loses the samples with any one broker, and more than the live brokers cannot be created.
+    """
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient(settings)
-    if topic in admin.list_topics(timeout=timeout_s).topics:
+    metadata = admin.list_topics(timeout=timeout_s)
+    if topic in metadata.topics:
         return
-    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=1)])
+    brokers = len(metadata.brokers)
+    replication = replication_factor or min(DEFAULT_MAX_REPLICATION, max(1, brokers))
+    if replication > brokers:
+        raise ConfigError(
+            f"{REPLICATION_KEY} = {replication}, but Kafka at {settings.get('bootstrap.servers')!r} has "
+            f"{brokers} live broker(s): topic {topic!r} cannot be created. Lower it, or leave it unset "
+            f"for min({DEFAULT_MAX_REPLICATION}, live brokers)."
+        )
+    new = NewTopic(topic, num_partitions=partitions, replication_factor=replication, config=topic_config or {})
     try:
-        futures[topic].result(timeout_s)
-        log.info("created topic %s with %d partitions", topic, partitions)
+        admin.create_topics([new])[topic].result(timeout_s)
+        log.info("created topic %s: %d partitions, replication %d, %s", topic, partitions, replication, topic_config)
     except KafkaException as exc:
         if "TOPIC_ALREADY_EXISTS" not in str(exc):
             raise
+
+
+def _retention(hours: float) -> dict[str, str]:
+    return {"retention.ms": str(int(hours * 3_600_000))}
+
+
+def ensure_samples_topic(config: Config) -> None:
+    """The samples topic on the transport cluster, with the configured replication and retention."""
+    transport = config.transport
+    ensure_topic(
+        transport_client_config(config),
+        transport.samples_topic,
+        transport.samples_partitions,
+        replication_factor=transport.replication_factor,
+        topic_config=_retention(transport.samples_retention_hours),
+    )
+
+
+def ensure_internal_topic(config: Config, topic: str, partitions: int) -> None:
+    """A coordination or leader topic on the transport cluster (group protocol only, no data)."""
+    ensure_topic(
+        transport_client_config(config),
+        topic,
+        partitions,
+        replication_factor=config.transport.replication_factor,
+        topic_config=_retention(config.transport.internal_retention_hours),
+    )
 
 
 def use_embedded_broker(config: Config, bootstrap_servers: str) -> None:

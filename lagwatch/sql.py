@@ -1,10 +1,9 @@
 """`lagwatch sql "…" --format table|csv|json`: one read-only query over the lake's views.
 
-Why read-only twice over: the session is opened on `lagwatch.duckdb` with DuckDB's read_only
-flag, and the statement is classified by DuckDB's own parser before it runs, so a write,
-COPY, ATTACH, INSTALL/LOAD or SET is refused with a message saying why instead of an obscure
-"read-only" error (or, for COPY … TO, a file written somewhere). A bad query exits 2 with
-DuckDB's message and no traceback.
+It runs through the very sandbox the dashboard's SQL page uses (`lagwatch.sql_guard`): one
+read statement, a read-only DuckDB session that cannot reach files outside the lake, settings
+locked. A refused or bad query exits 2 with the reason and no traceback; a missing lake exits 1
+saying where it looked, and nothing is created.
 """
 
 from __future__ import annotations
@@ -17,57 +16,23 @@ import json
 import sys
 from typing import Any, TextIO
 
-from lagwatch import lake as lakelib
+from lagwatch import exit_codes
 from lagwatch.config import Config
-
-EXIT_OK = 0
-EXIT_BAD_QUERY = 2
-#: Statement types that only read.
-_READ_TYPES = ("SELECT", "EXPLAIN")
-
-
-class RefusedQuery(ValueError):
-    """The statement would change something or reach outside the lake."""
-
-
-def check_read_only(query: str) -> None:
-    """Exactly one statement, and it reads (SELECT / WITH / FROM-first / DESCRIBE / SHOW / EXPLAIN)."""
-    import duckdb
-
-    statements = duckdb.extract_statements(query)
-    if len(statements) != 1:
-        raise RefusedQuery(f"expected exactly one SQL statement, got {len(statements)}")
-    kind = statements[0].type.name
-    if kind not in _READ_TYPES:
-        raise RefusedQuery(
-            f"{kind} statements are not allowed: `lagwatch sql` only reads the lake (SELECT, DESCRIBE, SHOW, EXPLAIN)"
-        )
+from lagwatch.sql_guard import NoLake, SqlRefused, fetch_readonly
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
-    import duckdb
-
-    query = str(args.query)
+    lake = config.resolve_path(config.lake.path)
     try:
-        check_read_only(query)
-    except RefusedQuery as exc:
+        result = fetch_readonly(lake, config.resolve_path(config.lake.duckdb_path), str(args.query))
+    except NoLake as exc:
+        print(f"lagwatch sql: {exc}", file=sys.stderr)
+        return exit_codes.FAILED
+    except SqlRefused as exc:
         print(f"lagwatch sql: refused: {exc}", file=sys.stderr)
-        return EXIT_BAD_QUERY
-    except duckdb.Error as exc:
-        print(f"lagwatch sql: {exc}", file=sys.stderr)
-        return EXIT_BAD_QUERY
-    con = lakelib.connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
-    try:
-        result = con.execute(query)
-        columns = [d[0] for d in result.description or []]
-        rows = result.fetchall()
-    except duckdb.Error as exc:
-        print(f"lagwatch sql: {exc}", file=sys.stderr)
-        return EXIT_BAD_QUERY
-    finally:
-        con.close()
-    FORMATTERS[getattr(args, "format", "table")](columns, rows, sys.stdout)
-    return EXIT_OK
+        return exit_codes.BAD_INPUT
+    FORMATTERS[getattr(args, "format", "table")](result.columns, result.rows, sys.stdout)
+    return exit_codes.OK
 
 
 def _text(value: Any) -> str:

@@ -3,10 +3,15 @@
 `up` starts the parts as separate processes, in dependency order, each announced with how
 long it took to become ready: the embedded broker (when no bootstrap servers are configured),
 the demo workload, the collectors, the Spark job, the dashboard (which runs the alert engine
-beside it) and the HTTP API (`lagwatch api`). Ctrl-C stops them in reverse order, so the
-collectors flush and the Spark query stops cleanly before the broker goes, and no process is
-left behind. What is running is written to `state/stack.json`, which `lagwatch status` reads
-(it also asks the API's /healthz and /readyz whether the lake is fresh).
+beside it) and the HTTP API (`lagwatch api`). Ctrl-C sends SIGTERM to all of them at once
+(none depends on another to stop; all depend on the broker, which goes last), so the
+collectors flush and the Spark query stops between batches while the broker still serves.
+Whatever has not stopped after `STOP_GRACE_S` is killed with its whole process tree: a Spark
+job killed mid-batch is safe, since its Kafka offsets live in the checkpoint and a replayed
+batch rewrites the very same lake files. The children also die with the supervisor if it is
+killed outright (`lagwatch.processes`). What is running is written to `state/stack.json`,
+which `lagwatch status` reads (it also asks the API's /healthz and /readyz whether the lake
+is fresh).
 """
 
 from __future__ import annotations
@@ -26,13 +31,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from lagwatch import exit_codes, processes
 from lagwatch.broker import EmbeddedBroker
 from lagwatch.config import Config
 from lagwatch.kafka import EMBEDDED_BOOTSTRAP_ENV, check_reachable, cluster_client_config, cluster_for
 
 log = logging.getLogger(__name__)
 
-STOP_TIMEOUT_S = 30
+#: Seconds after Ctrl-C before what has not stopped is killed; with the broker's own stop this
+#: keeps the whole stack's stop under the 10 s an operator waits for (docs/operations.md).
+STOP_GRACE_S = 7.0
 
 
 @dataclass
@@ -118,16 +126,14 @@ def _api_health(api_url: str) -> tuple[bool, str]:
 
 
 def _start(component: Component, env: dict[str, str], logs: Path) -> None:
-    log_file = open(logs / f"{component.name.split()[0]}.log", "ab")  # noqa: SIM115 - owned by the child
-    component.process = subprocess.Popen(
-        component.command, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
-    )
-    log_file.close()
+    with open(logs / f"{component.name.split()[0]}.log", "ab") as log_file:
+        component.process = processes.spawn(component.command, env, log_file)
 
 
-def _wait_ready(component: Component, timeout_s: float = 180) -> bool:
+def _wait_ready(component: Component, stop: dict[str, bool], timeout_s: float = 180) -> bool:
+    """True once ready; False if it exited, did not get ready in time, or a stop was requested."""
     started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
+    while time.monotonic() - started < timeout_s and not stop["requested"]:
         assert component.process is not None
         if component.process.poll() is not None:
             return False
@@ -137,18 +143,12 @@ def _wait_ready(component: Component, timeout_s: float = 180) -> bool:
     return False
 
 
-def _stop(component: Component) -> None:
-    process = component.process
-    if process is None or process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(STOP_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        log.warning("%s did not stop within %d s; killing it", component.name, STOP_TIMEOUT_S)
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
-    log.info("stopped %s", component.name)
+def _stop_parts(parts: list[Component]) -> None:
+    started = time.monotonic()
+    children = {part.name: part.process for part in parts if part.process is not None}
+    times = processes.stop_all(children, STOP_GRACE_S)
+    done = ", ".join(f"{name} {'killed' if t is None else f'{t:.1f} s'}" for name, t in times.items())
+    print(f"stopped in {time.monotonic() - started:.1f} s ({done or 'nothing was running'})", flush=True)
 
 
 def _write_state(config: Config, bootstrap: str, parts: list[Component]) -> None:
@@ -164,6 +164,37 @@ def _write_state(config: Config, bootstrap: str, parts: list[Component]) -> None
     path.write_text(json.dumps(state, indent=1))
 
 
+def _start_in_order(
+    parts: list[Component], env: dict[str, str], logs: Path, stop: dict[str, bool], started: Callable[[], None]
+) -> bool:
+    """Start each part once the one before is ready; False if one failed (a stop request is not a failure)."""
+    for part in parts:
+        if stop["requested"]:
+            return True
+        step = time.monotonic()
+        _start(part, env, logs)
+        started()
+        if not _wait_ready(part, stop):
+            if stop["requested"]:
+                return True
+            print(f"{part.name} failed to start: see {logs}", file=sys.stderr, flush=True)
+            return False
+        print(f"{part.name} ready in {time.monotonic() - step:.1f} s", flush=True)
+    return True
+
+
+def _watch(parts: list[Component], logs: Path, stop: dict[str, bool]) -> bool:
+    """Until a stop is requested; False as soon as a part exits on its own."""
+    while not stop["requested"]:
+        for part in parts:
+            if part.process and part.process.poll() is not None:
+                code = part.process.returncode
+                print(f"{part.name} exited with code {code}; see {logs}", file=sys.stderr, flush=True)
+                return False
+        time.sleep(0.5)
+    return True
+
+
 def run_up(config: Config, args: argparse.Namespace) -> int:
     stop = {"requested": False}
 
@@ -172,49 +203,37 @@ def run_up(config: Config, args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, request_stop)
     signal.signal(signal.SIGINT, request_stop)
+    processes.become_subreaper()
     logs = config.resolve_path("state") / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     # Decided before cluster_for points the config at the broker it starts (then it looks configured).
     embedded = config.embedded_broker or bool(os.environ.get(EMBEDDED_BOOTSTRAP_ENV))
-    with cluster_for(config) as config:
-        bootstrap = config.cluster.bootstrap_servers
-        check_reachable(cluster_client_config(config))
-        print(f"broker {bootstrap} ready in {time.monotonic() - started:.1f} s", flush=True)
-        env = {**os.environ, EMBEDDED_BOOTSTRAP_ENV: bootstrap} if embedded else dict(os.environ)
-        parts = _components(config, with_demo=not args.no_demo)
-        try:
-            for part in parts:
-                if stop["requested"]:
-                    break
-                step = time.monotonic()
-                _start(part, env, logs)
-                _write_state(config, bootstrap, parts)
-                if not _wait_ready(part):
-                    print(f"{part.name} failed to start: see {logs}", file=sys.stderr, flush=True)
-                    return 1
-                print(f"{part.name} ready in {time.monotonic() - step:.1f} s", flush=True)
-            url = f"http://{config.dashboard.host}:{config.dashboard.port}"
-            print(
-                f"Lagwatch is up in {time.monotonic() - started:.0f} s: open {url}  (Ctrl-C stops everything)",
-                flush=True,
-            )
-            while not stop["requested"]:
-                for part in parts:
-                    if part.process and part.process.poll() is not None:
-                        print(
-                            f"{part.name} exited with code {part.process.returncode}; see {logs}",
-                            file=sys.stderr,
-                            flush=True,
-                        )
-                        stop["requested"] = True
-                time.sleep(0.5)
-        finally:
-            print("stopping: api, dashboard, Spark job, collectors, demo, then the broker", flush=True)
-            for part in reversed(parts):
-                _stop(part)
-            _state_file(config).unlink(missing_ok=True)
-    return 0
+    try:
+        with cluster_for(config) as config:
+            bootstrap = config.cluster.bootstrap_servers
+            check_reachable(cluster_client_config(config))
+            print(f"broker {bootstrap} ready in {time.monotonic() - started:.1f} s", flush=True)
+            env = {**os.environ, EMBEDDED_BOOTSTRAP_ENV: bootstrap} if embedded else dict(os.environ)
+            parts = _components(config, with_demo=not args.no_demo)
+            ok = False
+            try:
+                ok = _start_in_order(parts, env, logs, stop, lambda: _write_state(config, bootstrap, parts))
+                if ok and not stop["requested"]:
+                    url = f"http://{config.dashboard.host}:{config.dashboard.port}"
+                    print(
+                        f"Lagwatch is up in {time.monotonic() - started:.0f} s: open {url}  (Ctrl-C stops everything)",
+                        flush=True,
+                    )
+                    ok = _watch(parts, logs, stop)
+            finally:
+                print("stopping: every component at once, then the broker", flush=True)
+                _stop_parts(parts)
+                _state_file(config).unlink(missing_ok=True)
+    finally:
+        processes.kill(processes.descendants(os.getpid()))  # nothing outlives `up`, whatever happened
+        processes.reap()
+    return exit_codes.OK if ok else exit_codes.FAILED
 
 
 def _pid_alive(pid: int) -> bool:

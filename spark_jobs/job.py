@@ -41,7 +41,7 @@ from typing import Any
 
 from lagwatch import lake as lakelib
 from lagwatch.config import Config
-from lagwatch.kafka import KafkaUnreachable, check_reachable, cluster_for, ensure_topic, transport_client_config
+from lagwatch.kafka import KafkaUnreachable, check_reachable, cluster_for, ensure_samples_topic, transport_client_config
 from lagwatch.lake_maintenance import maintain_lake
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,8 @@ log = logging.getLogger(__name__)
 ROLLUPS_QUERY = "rollups"
 #: How often the driver loop wakes to check queries, signals and the maintenance timer.
 POLL_S = 1.0
+#: On SIGTERM, how long the driver waits for the last batch's progress row before it exits.
+STOP_PROGRESS_WAIT_S = 1.0
 #: Failures that say nothing about the data: Spark gives a new Python worker a fixed 10 s to
 #: connect back, which a heavily loaded host can miss. The query restarts from its checkpoint.
 TRANSIENT_FAILURES = ("Python worker failed to connect back",)
@@ -95,7 +97,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
     with cluster_for(config) as config:
         settings = transport_client_config(config)
         check_reachable(settings, timeout_s=config.spark.kafka_timeout_s)
-        ensure_topic(settings, config.transport.samples_topic, config.transport.samples_partitions)
+        ensure_samples_topic(config)
         paths = JobPaths.of(config)
         lakelib.write_views_file(paths.lake, paths.duckdb)
         log.info("lake %s, views %s, checkpoints %s", paths.lake, paths.duckdb, paths.checkpoints)
@@ -160,7 +162,8 @@ class StreamJob:
             return self._watch()
         finally:
             self._stop_queries()
-            listener.wait_recorded(self.queries)
+            # On a stop request, bounded short: after an idle trigger no progress event ever comes.
+            listener.wait_recorded(self.queries, timeout_s=STOP_PROGRESS_WAIT_S if self.stopping.is_set() else 15.0)
             spark.streams.removeListener(listener)
             self._restore_signal_handlers(previous)
             self._maintain()

@@ -9,8 +9,10 @@ timers are warm when they take over.
 
 No Kafka at start (`leadership = "kafka"`): the engine logs a warning and sends alone, because
 an alert engine that goes quiet exactly when the infrastructure is in trouble is worse than a
-possible duplicate (receivers can drop duplicates by incident key). `kafka_strict` refuses to
-send without leadership; `none` always sends (one engine, or `--once`).
+possible duplicate (receivers can drop duplicates by incident key). It keeps trying Kafka in
+the background and joins the election as soon as Kafka answers, so once the outage is over
+only the elected engine sends. `kafka_strict` refuses to send without leadership; `none`
+always sends (one engine, or `--once`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from lagwatch.kafka import (
     EMBEDDED_BOOTSTRAP_ENV,
     KafkaUnreachable,
     check_reachable,
-    ensure_topic,
+    ensure_internal_topic,
     transport_client_config,
     use_embedded_broker,
 )
@@ -66,7 +68,7 @@ class KafkaLeadership:
 
         settings = transport_client_config(config)
         topic = leader_topic(config)
-        ensure_topic(settings, topic, 1)
+        ensure_internal_topic(config, topic, 1)
         session_ms = config.alerts.leader_session_timeout_ms
         self._leading = False
         self._lock = threading.Lock()
@@ -106,6 +108,50 @@ class KafkaLeadership:
             self._consumer.close()
 
 
+class LeaderUntilKafkaAnswers:
+    """Sends alone while Kafka is unreachable, and becomes a `KafkaLeadership` once it answers.
+
+    The probe runs on its own thread (a probe waits up to its timeout, and `is_leader` is called
+    every few hundred milliseconds by the engine loop). From the moment the election is joined
+    this engine sends only while it holds the partition, like every other engine.
+    """
+
+    def __init__(self, config: Config, instance_id: str, retry_s: float) -> None:
+        self._config = config
+        self._instance_id = instance_id
+        self._retry_s = retry_s
+        self._joined: KafkaLeadership | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._join_when_reachable, name="leader-rejoin", daemon=True)
+        self._thread.start()
+
+    def _join_when_reachable(self) -> None:
+        settings = transport_client_config(self._config)
+        while not self._stop.wait(self._retry_s):
+            try:
+                check_reachable(settings, timeout_s=min(5.0, self._retry_s))
+                joined = KafkaLeadership(self._config, self._instance_id)
+            except Exception as exc:  # still unreachable, or gone again between probe and join
+                log.debug("Kafka still unreachable for leader election: %s", exc)
+                continue
+            if self._stop.is_set():
+                joined.close()
+                return
+            log.warning("Kafka answers again: this alert engine stops sending alone and joins the leader election")
+            self._joined = joined
+            return
+
+    def is_leader(self) -> bool:
+        joined = self._joined
+        return True if joined is None else joined.is_leader()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1.0)  # a probe in flight closes what it joined itself
+        if self._joined is not None:
+            self._joined.close()
+
+
 def leadership_for(config: Config, instance_id: str, once: bool = False) -> Leadership:
     """Pick the leadership mode from `alerts.leadership` (see the module docstring)."""
     mode = config.alerts.leadership
@@ -121,6 +167,6 @@ def leadership_for(config: Config, instance_id: str, once: bool = False) -> Lead
     except KafkaUnreachable as exc:
         if mode == "kafka_strict":
             raise
-        log.warning("%s; sending alone without leader election (leadership = kafka)", exc)
-        return AlwaysLeader("Kafka unreachable")
+        log.warning("%s; sending alone until Kafka answers, then joining the leader election", exc)
+        return LeaderUntilKafkaAnswers(config, instance_id, retry_s=config.alerts.leader_session_timeout_ms / 2000)
     return KafkaLeadership(config, instance_id)

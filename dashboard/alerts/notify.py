@@ -23,8 +23,9 @@ Default: category=broker_down (rule on `up` by broker) mutes category=lag in the
 we know a broker is down from its `up` sample, and while one is down, lag is expected on the
 partitions it led, and the broker page is the one that matters.
 
-With `alertmanager` receivers, Alertmanager does the grouping itself: such groups send at once,
-and re-send every `resend_s` so Alertmanager keeps the alerts alive.
+A receiver type may change the group timing (`ReceiverType.timing`): with `alertmanager`
+receivers, Alertmanager does the grouping itself, so such groups send at once and re-send every
+`resend_s` so Alertmanager keeps the alerts alive.
 """
 
 from __future__ import annotations
@@ -36,21 +37,14 @@ from typing import Any
 
 from dashboard.alerts.evaluate import Condition
 from dashboard.alerts.events import make_event
-from dashboard.alerts.receivers import AlertView, Notification
-from dashboard.alerts.rules import CompiledRule, parse_duration
+from dashboard.alerts.receivers import AlertView, Notification, Timing, receiver_type
+from dashboard.alerts.rules import CompiledRule
 from dashboard.alerts.silences import Silence
-from lagwatch.config import AlertReceiver, AlertsConfig, InhibitRule
+from lagwatch.config import AlertReceiver, AlertsConfig, InhibitRule, parse_duration
 
 
 def fingerprint(labels: dict[str, str]) -> str:
     return hashlib.sha256(json.dumps(labels, sort_keys=True).encode()).hexdigest()[:16]
-
-
-@dataclass(frozen=True)
-class Timing:
-    group_wait_s: float
-    group_interval_s: float
-    repeat_interval_s: float
 
 
 @dataclass(frozen=True)
@@ -177,10 +171,7 @@ class Notifier:
 
     # -- groups and notifications ----------------------------------------------------------
     def _timing_for(self, receiver: AlertReceiver) -> Timing:
-        if receiver.type == "alertmanager":
-            t = self._timing
-            return Timing(0.0, min(t.group_interval_s, receiver.resend_s), receiver.resend_s)
-        return self._timing
+        return receiver_type(receiver).timing(receiver, self._timing)
 
     def _view(self, fp: str, alert: dict[str, Any], status: str, ends_at: float | None = None) -> dict[str, Any]:
         return {

@@ -1,11 +1,10 @@
 """Receivers: turn a group notification into a request body, and send it.
 
-- webhook: Alertmanager's webhook format version 4, so receivers written for Alertmanager
-  (PagerDuty bridges, chat bots, ticket creators) work unchanged.
-- slack: a Slack-compatible incoming-webhook body ({"text", "attachments"}).
-- alertmanager: the alerts pushed to a real Alertmanager's POST /api/v2/alerts, which then
-  does its own grouping and routing. Firing alerts carry endsAt = now + 3 × resend_s, so an
-  engine that dies lets Alertmanager resolve them instead of paging forever.
+Each receiver type is one class behind the small `ReceiverType` protocol (body, url, timing),
+registered under its config name: `Webhook` (Alertmanager's webhook format version 4, so
+receivers written for Alertmanager work unchanged), `Slack` (a Slack-compatible
+incoming-webhook body) and `Alertmanager` (pushes to a real Alertmanager, which groups and
+routes itself). Delivery is the same for all of them.
 
 Every request carries X-Lagwatch-Incident-Key and X-Lagwatch-Sequence (stable across
 retries and restarts, so a receiver can drop a repeat) and, when the receiver's `secret_env`
@@ -22,9 +21,9 @@ import os
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar, Protocol, TypeVar
 
-from lagwatch.config import AlertReceiver
+from lagwatch.config import AlertReceiver, ConfigError
 
 INCIDENT_HEADER = "X-Lagwatch-Incident-Key"
 SEQUENCE_HEADER = "X-Lagwatch-Sequence"
@@ -74,79 +73,160 @@ def _common(dicts: list[dict[str, str]]) -> dict[str, str]:
     return {k: v for k, v in first.items() if all(d.get(k) == v for d in dicts[1:])}
 
 
-def webhook_body(n: Notification) -> dict[str, Any]:
-    """Alertmanager webhook payload, version 4."""
-    return {
-        "version": "4",
-        "groupKey": n.group_key,
-        "truncatedAlerts": 0,
-        "status": n.status,
-        "receiver": n.receiver,
-        "groupLabels": n.group_labels,
-        "commonLabels": _common([a.labels for a in n.alerts]),
-        "commonAnnotations": _common([a.annotations for a in n.alerts]),
-        "externalURL": n.external_url,
-        "alerts": [
+@dataclass(frozen=True)
+class Timing:
+    """When a group sends: wait before its first notification, between looks, before a repeat."""
+
+    group_wait_s: float
+    group_interval_s: float
+    repeat_interval_s: float
+
+
+class ReceiverType(Protocol):
+    """What one kind of receiver decides; everything else (outbox, retries, headers) is shared.
+
+    Like Burrow's notifier modules: one class per type, registered under the name that
+    `[[alerts.receivers]] type = "…"` uses, so adding a type touches no other module.
+    """
+
+    #: The `type` value in config.
+    name: ClassVar[str]
+
+    def body(self, receiver: AlertReceiver, n: Notification) -> Any:
+        """The JSON document POSTed for this notification."""
+        ...
+
+    def url(self, receiver: AlertReceiver) -> str:
+        """Where the POST goes."""
+        ...
+
+    def timing(self, receiver: AlertReceiver, configured: Timing) -> Timing:
+        """Group timing for this receiver, given `[alerts]` group_wait / group_interval / repeat_interval."""
+        ...
+
+
+RECEIVER_TYPES: dict[str, ReceiverType] = {}
+
+R = TypeVar("R", bound=type)
+
+
+def register(cls: R) -> R:
+    """Class decorator: make `cls` the receiver type named `cls.name`."""
+    RECEIVER_TYPES[cls.name] = cls()
+    return cls
+
+
+def receiver_type(receiver: AlertReceiver) -> ReceiverType:
+    try:
+        return RECEIVER_TYPES[receiver.type]
+    except KeyError:
+        raise ConfigError(
+            f"alerts.receivers {receiver.name!r}: type: unknown receiver type {receiver.type!r} "
+            f"(known: {sorted(RECEIVER_TYPES)})"
+        ) from None
+
+
+def check_receiver_types(receivers: list[AlertReceiver]) -> None:
+    """Every configured receiver names a registered type (ConfigError naming the receiver if not)."""
+    for receiver in receivers:
+        receiver_type(receiver)
+
+
+@register
+class Webhook:
+    """Alertmanager's webhook payload, version 4: bridges written for Alertmanager work unchanged."""
+
+    name: ClassVar[str] = "webhook"
+
+    def body(self, receiver: AlertReceiver, n: Notification) -> Any:
+        return {
+            "version": "4",
+            "groupKey": n.group_key,
+            "truncatedAlerts": 0,
+            "status": n.status,
+            "receiver": n.receiver,
+            "groupLabels": n.group_labels,
+            "commonLabels": _common([a.labels for a in n.alerts]),
+            "commonAnnotations": _common([a.annotations for a in n.alerts]),
+            "externalURL": n.external_url,
+            "alerts": [
+                {
+                    "status": a.status,
+                    "labels": a.labels,
+                    "annotations": a.annotations,
+                    "startsAt": rfc3339(a.starts_at),
+                    "endsAt": rfc3339(a.ends_at),
+                    "generatorURL": a.generator_url,
+                    "fingerprint": a.fingerprint,
+                }
+                for a in n.alerts
+            ],
+        }
+
+    def url(self, receiver: AlertReceiver) -> str:
+        return receiver.url
+
+    def timing(self, receiver: AlertReceiver, configured: Timing) -> Timing:
+        return configured
+
+
+@register
+class Slack(Webhook):
+    """A Slack-compatible incoming-webhook body ({"text", "attachments"}), grouped like a webhook."""
+
+    name: ClassVar[str] = "slack"
+
+    def body(self, receiver: AlertReceiver, n: Notification) -> Any:
+        firing = [a for a in n.alerts if a.status == "firing"]
+        name = n.group_labels.get("alertname") or n.alerts[0].labels.get("alertname", "alert")
+        title = f"[{n.status.upper()}{f':{len(firing)}' if firing else ''}] {name}"
+        attachments = [
             {
-                "status": a.status,
+                "color": "danger" if a.status == "firing" else "good",
+                "title": f"{a.status}: {a.labels.get('alertname', '')}",
+                "text": a.annotations.get("summary") or ", ".join(f"{k}={v}" for k, v in sorted(a.labels.items())),
+                "fields": [{"title": k, "value": v, "short": True} for k, v in sorted(a.labels.items())],
+                "ts": int(a.starts_at),
+            }
+            for a in n.alerts
+        ]
+        return {"text": title, "attachments": attachments}
+
+
+@register
+class Alertmanager:
+    """A real Alertmanager's POST /api/v2/alerts; it groups and routes itself.
+
+    So its groups send at once and re-push firing alerts every `resend_s`, each with
+    endsAt = now + 3 × resend_s: an engine that dies lets Alertmanager resolve them.
+    """
+
+    name: ClassVar[str] = "alertmanager"
+    path: ClassVar[str] = "/api/v2/alerts"
+
+    def body(self, receiver: AlertReceiver, n: Notification) -> Any:
+        return [
+            {
                 "labels": a.labels,
                 "annotations": a.annotations,
                 "startsAt": rfc3339(a.starts_at),
-                "endsAt": rfc3339(a.ends_at),
+                "endsAt": rfc3339(a.ends_at if a.status == "resolved" else n.sent_at + 3 * receiver.resend_s),
                 "generatorURL": a.generator_url,
-                "fingerprint": a.fingerprint,
             }
             for a in n.alerts
-        ],
-    }
+        ]
 
+    def url(self, receiver: AlertReceiver) -> str:
+        base = receiver.url.rstrip("/")
+        return base if base.endswith(self.path) else base + self.path
 
-def slack_body(n: Notification) -> dict[str, Any]:
-    firing = [a for a in n.alerts if a.status == "firing"]
-    name = n.group_labels.get("alertname") or n.alerts[0].labels.get("alertname", "alert")
-    title = f"[{n.status.upper()}{f':{len(firing)}' if firing else ''}] {name}"
-    attachments = [
-        {
-            "color": "danger" if a.status == "firing" else "good",
-            "title": f"{a.status}: {a.labels.get('alertname', '')}",
-            "text": a.annotations.get("summary") or ", ".join(f"{k}={v}" for k, v in sorted(a.labels.items())),
-            "fields": [{"title": k, "value": v, "short": True} for k, v in sorted(a.labels.items())],
-            "ts": int(a.starts_at),
-        }
-        for a in n.alerts
-    ]
-    return {"text": title, "attachments": attachments}
-
-
-def alertmanager_body(n: Notification, resend_s: float) -> list[dict[str, Any]]:
-    return [
-        {
-            "labels": a.labels,
-            "annotations": a.annotations,
-            "startsAt": rfc3339(a.starts_at),
-            "endsAt": rfc3339(a.ends_at if a.status == "resolved" else n.sent_at + 3 * resend_s),
-            "generatorURL": a.generator_url,
-        }
-        for a in n.alerts
-    ]
+    def timing(self, receiver: AlertReceiver, configured: Timing) -> Timing:
+        return Timing(0.0, min(configured.group_interval_s, receiver.resend_s), receiver.resend_s)
 
 
 def encode_body(receiver: AlertReceiver, n: Notification) -> bytes:
     """The exact bytes sent (stored in the outbox so a re-delivery is byte-identical)."""
-    body: Any
-    if receiver.type == "slack":
-        body = slack_body(n)
-    elif receiver.type == "alertmanager":
-        body = alertmanager_body(n, receiver.resend_s)
-    else:
-        body = webhook_body(n)
-    return json.dumps(body, sort_keys=True).encode()
-
-
-def target_url(receiver: AlertReceiver) -> str:
-    if receiver.type == "alertmanager" and not receiver.url.rstrip("/").endswith("/api/v2/alerts"):
-        return receiver.url.rstrip("/") + "/api/v2/alerts"
-    return receiver.url
+    return json.dumps(receiver_type(receiver).body(receiver, n), sort_keys=True).encode()
 
 
 def signature(secret: str, body: bytes) -> str:
@@ -179,7 +259,7 @@ class DeliveryError(Exception):
 def send(receiver: AlertReceiver, body: bytes, incident_key: str, seq: int, sender: str = "") -> int:
     """POST once within the receiver's timeout; return the HTTP status or raise DeliveryError."""
     request = urllib.request.Request(
-        target_url(receiver),
+        receiver_type(receiver).url(receiver),
         data=body,
         method="POST",
         headers=request_headers(receiver, body, incident_key, seq, sender),

@@ -8,13 +8,13 @@ status order come from :mod:`lagwatch.vocabulary`; lake columns from :mod:`lagwa
 
 from __future__ import annotations
 
-import re
 import string
 from dataclasses import dataclass, field
 from typing import Any
 
+from dashboard.alerts.receivers import check_receiver_types
 from lagwatch import vocabulary
-from lagwatch.config import AlertRule, AlertsConfig, ConfigError
+from lagwatch.config import AlertRule, AlertsConfig, ConfigError, parse_duration
 from lagwatch.lake import LABEL_COLUMNS, TABLES
 from lagwatch.vocabulary import STATUS_ORDER
 
@@ -74,20 +74,7 @@ SOURCES: dict[str, Source] = {
     DEAD_LETTERS: Source(DEAD_LETTERS, "received_at", (), ("cluster", "source_topic", "source_partition"), 300),
 }
 
-_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
-_UNIT_SECONDS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _FIXED_TEMPLATE_FIELDS = ("alertname", "cluster", "severity", "category", "value", "threshold", "status", "reason")
-
-
-def parse_duration(text: str, where: str) -> float:
-    """ "90s", "2m", "1h30m", "0" -> seconds. Anything else is a ConfigError naming `where`."""
-    text = text.strip()
-    if text == "0":
-        return 0.0
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ConfigError(f'{where}: bad duration {text!r} (use e.g. "30s", "2m", "1h30m")')
-    return sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
 
 
 @dataclass(frozen=True)
@@ -376,8 +363,7 @@ def compile_rules(alerts: AlertsConfig) -> list[CompiledRule]:
     duplicates = sorted({n for n in receiver_names if receiver_names.count(n) > 1})
     if duplicates:
         raise ConfigError(f"alerts.receivers: duplicate receiver name(s) {duplicates}")
-    for key in ("group_wait", "group_interval", "repeat_interval"):
-        parse_duration(getattr(alerts, key), f"alerts.{key}")
+    check_receiver_types(alerts.receivers)
     configured = list(alerts.rules)
     names = {r.name for r in configured}
     if alerts.use_default_rules:

@@ -7,7 +7,8 @@ import io
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, sql_guard, state, ui
+from dashboard import charts, state, ui
+from lagwatch import sql_guard
 
 EXAMPLES = {
     "Groups, worst lag first": (

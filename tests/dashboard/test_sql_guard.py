@@ -9,7 +9,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from dashboard import sql_guard
+from lagwatch import sql_guard
 from tests.dashboard.conftest import KnownLake
 
 
@@ -52,10 +52,13 @@ def test_truncates_large_results(known_lake: KnownLake) -> None:
 @pytest.mark.parametrize(
     ("sql", "message"),
     [
-        ("DELETE FROM group_status", "DELETE is not allowed: the SQL page is read-only"),
-        ("INSERT INTO group_status (group_id) VALUES ('x')", "INSERT is not allowed: the SQL page is read-only"),
-        ("CREATE TABLE t AS SELECT 1", "CREATE is not allowed: the SQL page is read-only"),
-        ("DROP VIEW lag_1m", "DROP is not allowed: the SQL page is read-only"),
+        ("DELETE FROM group_status", "DELETE is not allowed: queries over the lake are read-only"),
+        (
+            "INSERT INTO group_status (group_id) VALUES ('x')",
+            "INSERT is not allowed: queries over the lake are read-only",
+        ),
+        ("CREATE TABLE t AS SELECT 1", "CREATE is not allowed: queries over the lake are read-only"),
+        ("DROP VIEW lag_1m", "DROP is not allowed: queries over the lake are read-only"),
         ("COPY group_status TO '/tmp/out.csv'", "COPY is not allowed: it reads or writes files"),
         ("ATTACH '/tmp/other.db' AS other", "ATTACH is not allowed"),
         ("INSTALL httpfs", "INSTALL / LOAD of extensions is not allowed"),

@@ -60,7 +60,7 @@ def test_secrets_come_from_the_environment_and_security_passes_through() -> None
 
 
 def test_prometheus_target_needs_url() -> None:
-    with pytest.raises(ConfigError, match=r"jmx\.targets\.0.*url"):
+    with pytest.raises(ConfigError, match=r"jmx\.targets\[0\].*url"):
         parse_config({"jmx": {"targets": [{"broker": "1", "backend": "prometheus"}]}}, "x.toml", environ={})
 
 
@@ -90,3 +90,22 @@ def test_cli_exits_2_with_a_message_and_no_traceback(tmp_path: Path, content: st
     assert expected in proc.stderr
     assert str(path) in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("alerts", "expected"),
+    [
+        ({"group_wait": "half a minute"}, "alerts.group_wait: bad duration 'half a minute'"),
+        ({"rules": [{"name": "R", "metric": "up", "window": "5"}]}, "alerts.rules 'R': window: bad duration '5'"),
+        ({"rules": [{"name": "R", "metric": "up", "lookback": "1 h"}]}, "alerts.rules 'R': lookback: bad duration"),
+    ],
+)
+def test_alert_durations_are_checked_when_the_config_loads(alerts: dict, expected: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config({"alerts": alerts}, "x.toml", environ={})
+    assert expected in str(err.value)
+
+
+def test_durations_keep_their_text_and_an_empty_lookback_means_unset() -> None:
+    alerts = parse_config({"alerts": {"rules": [{"name": "R", "metric": "up", "for": "1h30m"}]}}, environ={}).alerts
+    assert (alerts.rules[0].for_, alerts.rules[0].lookback) == ("1h30m", "")

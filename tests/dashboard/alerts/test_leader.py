@@ -1,22 +1,26 @@
-"""Two engines for one cluster on a real tansu broker: one sends; kill it; the other takes over."""
+"""Two engines for one cluster on a real broker: one sends; kill it, the other takes over; an engine
+started during a Kafka outage joins the election when Kafka is back."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from confluent_kafka.admin import AdminClient
 
 from dashboard.alerts.receivers import SENDER_HEADER
 from tests.dashboard.alerts import lake_rows
 from tests.dashboard.alerts.support import start_engine, wait_until, write_config
+from tests.fixtures.real_kafka import RealKafkaBroker
 
 RULE = {"name": "GroupLagHigh", "metric": "total_lag", "by": ["group_id"], "op": ">", "threshold": 100}
 
 
-def _config(tmp_path: Path, name: str, bootstrap: str, leader_topic: str, webhook_url: str) -> Path:
+def _config(tmp_path: Path, name: str, bootstrap: str, leader_topic: str, webhook_url: str, **alerts: object) -> Path:
     return write_config(
         tmp_path / f"{name}.toml",
         {
@@ -33,6 +37,7 @@ def _config(tmp_path: Path, name: str, bootstrap: str, leader_topic: str, webhoo
                 "group_wait": "0s",
                 "group_interval": "1s",
                 "repeat_interval": "2s",
+                **alerts,
             },
         },
         rules=[RULE],
@@ -69,3 +74,59 @@ def test_one_engine_sends_and_the_other_takes_over(tmp_path: Path, broker, webho
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 process.wait(30)
+
+
+def _group_settled(bootstrap: str, group: str, members: int) -> bool:
+    """The leader group is Stable with `members` members, one of them holding partition 0."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    [description] = [f.result(10) for f in admin.describe_consumer_groups([group]).values()]
+    holders = [m for m in description.members if any(p.partition == 0 for p in m.assignment.topic_partitions)]
+    return description.state.name == "STABLE" and len(description.members) == members and len(holders) == 1
+
+
+def _log_has(path: Path, text: str) -> bool:
+    return path.exists() and text in path.read_text()
+
+
+@pytest.mark.slow
+def test_engine_started_during_an_outage_joins_the_election(tmp_path: Path, webhook_receiver, unique) -> None:
+    """Engine a leads; Kafka hangs; b starts and sends alone; Kafka is back: b must join the election,
+    so an alert raised afterwards is sent once (and resolved once) by one engine only."""
+    topic = unique("lagwatch.alerts.leader")
+    lake = tmp_path / "lake"
+    lake_rows.group_status(lake, time.time(), "g1", total_lag=0)  # healthy: nothing to send yet
+    logs = {name: tmp_path / f"{name}.log" for name in ("a", "b")}
+    engines: dict[str, subprocess.Popen[bytes]] = {}
+    with RealKafkaBroker(tmp_path / "kafka") as own_broker:
+        bootstrap = own_broker.bootstrap_servers
+
+        def config(name: str) -> Path:
+            return _config(tmp_path, name, bootstrap, topic, webhook_receiver.url, leadership="kafka",
+                           repeat_interval="1h")  # fmt: skip
+
+        try:
+            engines["a"] = start_engine(config("a"), logs["a"])
+            wait_until(lambda: _log_has(logs["a"], "is now the leader"), 90, "engine a leading")
+            own_broker.pause()
+            try:
+                engines["b"] = start_engine(config("b"), logs["b"])
+                wait_until(lambda: _log_has(logs["b"], "sending alone until Kafka answers"), 90, "b sending alone")
+            finally:
+                own_broker.resume()
+            wait_until(lambda: _log_has(logs["b"], "joins the leader election"), 90, "b joining the election")
+            wait_until(lambda: _group_settled(bootstrap, topic, members=2), 90, "the leader group settling")
+
+            t0 = time.time()
+            lake_rows.group_status(lake, t0, "g1", total_lag=500)
+            wait_until(lambda: webhook_receiver.received(), 60, "the firing notification")
+            lake_rows.group_status(lake, t0 + 1, "g1", total_lag=0)
+            wait_until(lambda: any(r.json()["status"] == "resolved" for r in webhook_receiver.received()), 60,
+                       "the resolved notification")  # fmt: skip
+        finally:
+            for process in engines.values():
+                process.send_signal(signal.SIGTERM)
+            for process in engines.values():
+                process.wait(30)
+    received = webhook_receiver.received()
+    assert [r.json()["status"] for r in received] == ["firing", "resolved"], "every notification exactly once"
+    assert len({r.headers[SENDER_HEADER] for r in received}) == 1, "one sender"

@@ -23,7 +23,6 @@ def _alerts(rules: list[dict], **extra: object):
     ("rule", "fragment"),
     [
         ({"name": "R1", "metric": "no_such_metric"}, "alerts.rules 'R1': metric: unknown metric 'no_such_metric'"),
-        ({"name": "R2", "metric": "lag", "for": "5 minutes"}, "alerts.rules 'R2': for: bad duration '5 minutes'"),
         ({"name": "R3", "metric": "lag", "summary": "lag {nope}"}, "alerts.rules 'R3': summary: template field {nope}"),
         ({"name": "R4", "metric": "lag", "summary": "{value:zz}"}, "alerts.rules 'R4': summary: bad template"),
         ({"name": "R5", "metric": "lag", "by": ["broker"]}, "alerts.rules 'R5': by: 'broker' is not a label of lag_1m"),

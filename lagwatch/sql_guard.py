@@ -1,6 +1,6 @@
-"""Safety for the SQL page: one read statement, over the lake only.
+"""Safety for ad-hoc SQL (the dashboard's SQL page and `lagwatch sql`): one read, over the lake only.
 
-Two layers, because either alone has gaps:
+One implementation for both, so the command line is never the weaker way in. Two layers, because either alone has gaps:
 
 1. Before running, DuckDB's own parser classifies the text (`extract_statements`): exactly one
    statement, and it must be a read (SELECT, WITH … SELECT, FROM-first, DESCRIBE/SHOW/SUMMARIZE,
@@ -16,13 +16,19 @@ Two layers, because either alone has gaps:
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import duckdb
-import pandas as pd
 
 from lagwatch import lake as lakelib
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+T = TypeVar("T")
 
 MAX_ROWS = 10_000
 MEMORY_LIMIT = "1GB"
@@ -44,14 +50,17 @@ _WRITES = {
     "COPY_DATABASE",
 }
 _REASONS = {
-    "COPY": "COPY is not allowed: it reads or writes files. Use the CSV / Parquet download buttons instead.",
+    "COPY": (
+        "COPY is not allowed: it reads or writes files. Download results from the SQL page, "
+        "or use `lagwatch sql --format csv`."
+    ),
     "EXPORT": "EXPORT DATABASE is not allowed: it writes files.",
     "ATTACH": "ATTACH is not allowed: only the lake's views can be queried.",
     "DETACH": "DETACH is not allowed: only the lake's views can be queried.",
     "LOAD": "INSTALL / LOAD of extensions is not allowed.",
-    "PRAGMA": "PRAGMA is not allowed: settings cannot be changed from the SQL page.",
-    "SET": "SET / RESET is not allowed: settings cannot be changed from the SQL page.",
-    "VARIABLE_SET": "SET VARIABLE is not allowed: settings cannot be changed from the SQL page.",
+    "PRAGMA": "PRAGMA is not allowed: settings cannot be changed from a query.",
+    "SET": "SET / RESET is not allowed: settings cannot be changed from a query.",
+    "VARIABLE_SET": "SET VARIABLE is not allowed: settings cannot be changed from a query.",
     "CALL": "CALL is not allowed: use SELECT * FROM table_function(…) for table functions.",
     "PREPARE": "PREPARE / EXECUTE is not allowed: write the query directly.",
     "EXECUTE": "PREPARE / EXECUTE is not allowed: write the query directly.",
@@ -64,10 +73,20 @@ class SqlRefused(ValueError):
     """The query is not allowed; the message says why, for the operator."""
 
 
+class NoLake(SqlRefused):
+    """The configured lake folder does not exist (nothing has been written yet, or a wrong path)."""
+
+
 @dataclass(frozen=True)
 class QueryResult:
     frame: pd.DataFrame
     truncated: bool
+
+
+@dataclass(frozen=True)
+class Rows:
+    columns: list[str]
+    rows: list[tuple[Any, ...]]
 
 
 def _statement_type(sql: str) -> duckdb.StatementType:
@@ -87,7 +106,7 @@ def _refuse_non_read(kind: duckdb.StatementType) -> None:
         return
     name = kind.name
     if name in _WRITES:
-        raise SqlRefused(f"{name} is not allowed: the SQL page is read-only (SELECT / WITH … SELECT only).")
+        raise SqlRefused(f"{name} is not allowed: queries over the lake are read-only (SELECT / WITH … SELECT only).")
     raise SqlRefused(_REASONS.get(name, f"{name} statements are not allowed: only reads (SELECT / WITH … SELECT)."))
 
 
@@ -130,7 +149,7 @@ def _refuse_outside_lake(sql: str, lake_root: Path) -> None:
 
 
 def check(sql: str, lake_root: str | Path) -> str:
-    """Return the statement if the SQL page may run it; raise SqlRefused saying why not."""
+    """Return the statement if it may run; raise SqlRefused saying why not."""
     statement = sql.strip()
     _refuse_non_read(_statement_type(statement))
     _refuse_outside_lake(statement, Path(lake_root).resolve())
@@ -148,12 +167,14 @@ def sandboxed_connection(lake: str | Path, duckdb_path: str | Path) -> duckdb.Du
     return con
 
 
-def run_readonly(lake: str | Path, duckdb_path: str | Path, sql: str, max_rows: int = MAX_ROWS) -> QueryResult:
-    """Check, then run on a sandboxed connection that is closed before returning."""
+def _run_sandboxed(lake: str | Path, duckdb_path: str | Path, sql: str, read: Callable[[Any], T]) -> T:
+    """Check, then run on a sandboxed connection closed before returning; `read` takes the relation."""
     statement = check(sql, lake)
+    if not Path(lake).is_dir():
+        raise NoLake(f"no lake at {Path(lake).resolve()} (lake.path): start `lagwatch stream` or fix the path")
     con = sandboxed_connection(lake, duckdb_path)
     try:
-        frame = con.sql(statement).limit(max_rows + 1).df()
+        return read(con.sql(statement))
     except duckdb.PermissionException as exc:
         raise SqlRefused(
             f"Reading files outside the lake is not allowed ({exc}). Query the lake's views instead."
@@ -162,4 +183,20 @@ def run_readonly(lake: str | Path, duckdb_path: str | Path, sql: str, max_rows: 
         raise SqlRefused(f"The query failed: {exc}") from None
     finally:
         con.close()
+
+
+def run_readonly(lake: str | Path, duckdb_path: str | Path, sql: str, max_rows: int = MAX_ROWS) -> QueryResult:
+    """The SQL page's query: at most `max_rows` rows as a DataFrame, and whether more were cut."""
+    frame = _run_sandboxed(lake, duckdb_path, sql, lambda relation: relation.limit(max_rows + 1).df())
     return QueryResult(frame.head(max_rows), truncated=len(frame) > max_rows)
+
+
+def fetch_readonly(lake: str | Path, duckdb_path: str | Path, sql: str) -> Rows:
+    """`lagwatch sql`'s query: every row as Python values (no row cap: the operator asked for them)."""
+
+    def read(relation: Any) -> Rows:
+        if relation is None:  # a statement with no result set
+            return Rows([], [])
+        return Rows(list(relation.columns), relation.fetchall())
+
+    return _run_sandboxed(lake, duckdb_path, sql, read)

@@ -1,0 +1,18 @@
+"""The `lagwatch` exit codes: few, and each with one meaning, so scripts and supervisors can act on them.
+
+README.md lists the same codes; a command returns nothing else.
+"""
+
+#: The command did what was asked.
+OK = 0
+#: It ran but did not succeed: `collect --once` left samples undelivered, `alerts --once` left
+#: notifications pending, `status` found a component down, `up` saw a component fail, `sql` found
+#: no lake, the Spark job's query failed.
+FAILED = 1
+#: The input was refused: a bad config (file and key named), a bad command line, a refused or
+#: failing SQL query.
+BAD_INPUT = 2
+#: Kafka did not answer (the bootstrap servers are named).
+KAFKA_UNREACHABLE = 3
+#: Stopped by Ctrl-C before it finished (128 + SIGINT).
+INTERRUPTED = 130

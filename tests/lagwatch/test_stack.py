@@ -1,0 +1,40 @@
+"""`lagwatch up` leaves nothing behind: not after Ctrl-C, not after a SIGKILL of the supervisor.
+
+The processes of a run are found by walking /proc for the run's environment marker, whoever
+their parent is by then. The bounds only catch a hang; the stop time is measured in
+bench/bench_stack.py against its 10 s bar.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+
+from lagwatch import exit_codes
+from tests.fixtures.local_stack import LocalStack
+
+#: Generous: a stop that takes this long is a hang, not a slow stop.
+HANG_S = 30
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "supervisor-killed"])
+def test_nothing_is_left_after_the_stop(tmp_path: Path, signum: signal.Signals) -> None:
+    stack = LocalStack(tmp_path)
+    process = stack.start()
+    try:
+        stack.wait_up()
+        started = stack.processes()
+        assert len(started) >= 8, "broker, demo, collectors, Spark driver + JVM, dashboard, Streamlit, alerts"
+        process.send_signal(signum)
+        code = process.wait(HANG_S)
+        stack.wait_gone(HANG_S)
+    finally:
+        stack.kill_everything()
+        process.wait()
+    assert code == (exit_codes.OK if signum == signal.SIGINT else -signal.SIGKILL)
+    if signum == signal.SIGINT:
+        log = stack.log.read_text()
+        assert "stopping: every component at once" in log and "broker tansu on port" in log
