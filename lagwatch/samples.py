@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Literal
 
 SCHEMA_VERSION = 1
-Source = Literal["jmx", "prom", "admin", "probe", "heartbeat"]
+Source = Literal["jmx", "prom", "admin", "commitlog", "probe", "heartbeat"]
 Kind = Literal["counter", "gauge"]
-SOURCES: tuple[str, ...] = ("jmx", "prom", "admin", "probe", "heartbeat")
+SOURCES: tuple[str, ...] = ("jmx", "prom", "admin", "commitlog", "probe", "heartbeat")
 KINDS: tuple[str, ...] = ("counter", "gauge")
 LABELS: tuple[str, ...] = ("broker", "topic", "partition", "group_id", "client_id")
 
