@@ -91,7 +91,11 @@ class AdminCollector:
         self._busy = threading.Lock()
         self._commit_log = (
             CommitLogReader(
-                cluster_client_config(config), config.cluster.name, self._group_allowed, self._topic_allowed
+                cluster_client_config(config),
+                config.cluster.name,
+                self._group_allowed,
+                self._topic_allowed,
+                replay_since_ms=int((time.time() - config.lag.window_s) * 1000),
             )
             if config.collect.commit_log != "off"
             else None

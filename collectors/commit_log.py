@@ -15,12 +15,14 @@ How it reads (one consumer thread per collector process, beside the admin collec
   least the latest commit of every live group-partition: the table of latest commits is
   complete once every partition reached its end once ("loaded"). A restart therefore rebuilds
   the table from the log instead of trusting a saved position.
-- While loading, commits only update the table. At the end of the load the table's latest
-  commit per group-partition is queued once, then every further commit is queued as it is
-  read; the admin collector drains the queue each cycle and publishes each commit as a
-  ``committed_offset`` sample with source ``commitlog`` and ts = the commit timestamp. The
-  sample id is a hash of the labels and that ts, so a commit read twice (after a restart) has
-  the same id and is dropped downstream.
+- While loading, commits newer than ``replay_since_ms`` (the lag window before the start) are
+  queued, so a rewind during a collector restart is still seen; older ones only update the
+  table, and at the end of the load the table's latest commit per group-partition is queued
+  once if it was not already. From then on every commit is queued as it is read. The admin
+  collector drains the queue each cycle and publishes each commit as a ``committed_offset``
+  sample with source ``commitlog`` and ts = the commit timestamp. The sample id is a hash of
+  the labels and that ts, so a commit published twice (after a restart) has the same id and
+  is dropped downstream.
 - A tombstone for an offset removes it from the table; a tombstone for a group (the group
   was deleted) removes the group, its offsets and its metadata.
 - Group metadata records give each group's protocol, generation and members (client id,
@@ -83,8 +85,10 @@ class CommitLogReader:
         cluster: str,
         group_allowed: Callable[[str], bool],
         topic_allowed: Callable[[str], bool],
+        replay_since_ms: int = 0,
     ) -> None:
         self._client_config = client_config
+        self._replay_since_ms = replay_since_ms
         self.group_id = f"lagwatch-commitlog-{cluster}"
         self._group_allowed = group_allowed
         self._topic_allowed = topic_allowed
@@ -211,7 +215,9 @@ class CommitLogReader:
         with self._lock:
             for group, offsets in self._latest.items():
                 self._pending.extend(
-                    (group, tp.topic, tp.partition, tp.offset, commit_ts) for tp, commit_ts in offsets.values()
+                    (group, tp.topic, tp.partition, tp.offset, commit_ts)
+                    for tp, commit_ts in offsets.values()
+                    if commit_ts < self._replay_since_ms  # the newer ones were queued as they were read
                 )
             partitions = sum(len(offsets) for offsets in self._latest.values())
         log.info(
@@ -225,7 +231,7 @@ class CommitLogReader:
 
     def apply(self, messages: list[Message]) -> None:
         """Fold consumed records into the table and the queue (the per-commit hot path)."""
-        live = self._loaded.is_set()
+        queue_since = -1 if self._loaded.is_set() else self._replay_since_ms
         latest, pending, positions = self._latest, self._pending, self._positions
         group_allowed, topic_allowed = self._group_allowed, self._topic_allowed
         with self._advanced:
@@ -257,7 +263,7 @@ class CommitLogReader:
                             TopicPartition(topic, partition, commit.offset),
                             commit.commit_ts,
                         )
-                        if live:
+                        if commit.commit_ts >= queue_since:
                             if len(pending) < MAX_PENDING:
                                 pending.append((group, topic, partition, commit.offset, commit.commit_ts))
                             else:

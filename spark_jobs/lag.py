@@ -5,6 +5,9 @@ labels group_id/topic/partition). The two samples of one partition from one coll
 share a ts; paired, they give committed offset, lag and so the log-end offset at that moment
 (end = committed + lag, both read in the same cycle, DESIGN §2). `log_end_offset` samples are
 per partition, not per group, and need no pairing: the end offset is already implied here.
+Where the collector reads the commit log, every commit also arrives as a `committed_offset`
+sample with source 'commitlog' and ts = its commit time: those are not observations but the
+partition's commits (``PartitionTracker.commit``), folded in time order with the observations.
 
 State is kept per (cluster, group) — all partitions of a group in one place, so a group's
 status is computed from every partition's newest state even when one micro-batch carries only
@@ -31,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -45,6 +48,9 @@ log = logging.getLogger(__name__)
 
 PERIOD_MS = 60_000
 LAG_METRICS = ("committed_offset", "consumer_lag")
+#: Sources of lag samples: the cycle's observations, and the commit log's commits.
+OBSERVATION_SOURCE, COMMIT_SOURCE = "admin", "commitlog"
+LAG_SOURCES = (OBSERVATION_SOURCE, COMMIT_SOURCE)
 
 LAG_1M_COLUMNS: tuple[str, ...] = (
     "cluster",
@@ -98,6 +104,21 @@ def decode_groups(blob: bytes) -> dict[tuple[str, str], GroupTracks]:
     }
 
 
+def split_commits(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(cycle samples to pair, commit-log commits as rows of _PAIR_LABELS, ts, pkey, offset)
+    sorted by (pkey, ts)."""
+    labels = series_labels(samples["series_key"].to_numpy(), ("source", *_PAIR_LABELS))
+    is_commit = labels["source"] == COMMIT_SOURCE
+    if not is_commit.any():
+        return samples, pd.DataFrame(columns=[*_PAIR_LABELS, "ts", "pkey", "offset"])
+    commits = pd.DataFrame({name: labels[name][is_commit] for name in _PAIR_LABELS})
+    commits["ts"] = samples["ts"].to_numpy(np.int64)[is_commit]
+    commits["pkey"] = samples["pkey"].to_numpy(np.int64)[is_commit]
+    commits["offset"] = np.round(samples["value"].to_numpy(np.float64)[is_commit]).astype(np.int64)
+    commits = commits.sort_values(["pkey", "ts"], kind="stable", ignore_index=True)
+    return samples[~is_commit], commits
+
+
 def pair_observations(samples: pd.DataFrame) -> pd.DataFrame:
     """committed_offset + consumer_lag samples of the same partition and ts → one observation row.
 
@@ -137,7 +158,9 @@ def update_lag(
     watermark_ms: int,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Fold a batch into the groups' trackers (in place); return (lag_1m, group_status) columns."""
-    observations = pair_observations(samples)
+    cycle_samples, commit_rows = split_commits(samples)
+    observations = pair_observations(cycle_samples)
+    commits = _commits_by_partition(commit_rows)
     keys = ["cluster", "group_id", "topic", "partition"]
     codes = observations["pkey"].to_numpy(np.int64)
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.empty(0, int)
@@ -156,11 +179,17 @@ def update_lag(
         )
         track = groups.setdefault(group_key, {}).setdefault(where, PartitionTracker())
         observed = zip(ts[start:end], committed[start:end], lag[start:end], strict=True)
-        for report in fold_observations(track, thresholds, observed):
+        partition_commits = commits.pop((*group_key, *where), [])
+        for report in fold_observations(track, thresholds, observed, partition_commits):
             partition_rows.append(_partition_row(group_key, where, report))
             period = report.ts_ms - report.ts_ms % PERIOD_MS
             newest_period[group_key] = max(newest_period.get(group_key, period), period)
             newest_report[(*group_key, *where)] = report
+    for (cluster_name, group, topic_name, number), partition_commits in commits.items():  # no observation here
+        thresholds = Thresholds.for_group(lag_config, group)
+        track = groups.setdefault((cluster_name, group), {}).setdefault((topic_name, number), PartitionTracker())
+        for commit_ts, offset in partition_commits:
+            track.commit(commit_ts, offset, thresholds)
     group_rows = [
         _group_row(key, groups[key], period, lag_config, newest_report) for key, period in newest_period.items()
     ]
@@ -175,18 +204,37 @@ def _columns(rows: list[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, n
     return {name: np.array(values, dtype=object) for name, values in zip(names, zip(*rows, strict=True), strict=True)}
 
 
+def _commits_by_partition(rows: pd.DataFrame) -> dict[tuple[str, str, str, int], list[tuple[int, int]]]:
+    """(cluster, group, topic, partition) → its commits (ts, offset) in time order."""
+    commits: dict[tuple[str, str, str, int], list[tuple[int, int]]] = {}
+    columns = (rows[name].tolist() for name in (*_PAIR_LABELS, "ts", "offset"))
+    for cluster, group, topic, partition, ts, offset in zip(*columns, strict=True):
+        commits.setdefault((cluster, group, topic, int(partition)), []).append((ts, offset))
+    return commits
+
+
 def fold_observations(
-    track: PartitionTracker, thresholds: Thresholds, observations: Iterable[tuple[int, int, int]]
+    track: PartitionTracker,
+    thresholds: Thresholds,
+    observations: Iterable[tuple[int, int, int]],
+    commits: Sequence[tuple[int, int]] = (),
 ) -> list[PartitionReport]:
-    """Observe in time order; one report per 1-minute window, taken at its newest observation."""
+    """Observe in time order, each commit taken before the first observation after it; one
+    report per 1-minute window, taken at its newest observation."""
     reports: list[PartitionReport] = []
     pending = False
+    next_commit = 0
     for ts, committed, lag in observations:
         if ts <= track.last_ts_ms:
             continue  # duplicate or out of order: see PartitionTracker.observe
         if pending and ts - ts % PERIOD_MS != track.period_start_ms:
             reports.append(track.report(thresholds))
+        while next_commit < len(commits) and commits[next_commit][0] <= ts:
+            track.commit(*commits[next_commit], thresholds)
+            next_commit += 1
         pending = track.observe(ts, committed, lag, thresholds, PERIOD_MS)
+    for commit_ts, offset in commits[next_commit:]:
+        track.commit(commit_ts, offset, thresholds)
     if pending:
         reports.append(track.report(thresholds))
     return reports
@@ -258,7 +306,7 @@ def _forget_silent(groups: dict[tuple[str, str], GroupTracks], watermark_ms: int
     oldest_ms = watermark_ms - int(2 * lag_config.window_s * 1000)
     for group_key in list(groups):
         tracks = groups[group_key]
-        for where in [w for w, track in tracks.items() if track.last_ts_ms < oldest_ms]:
+        for where in [w for w, track in tracks.items() if track.last_seen_ms < oldest_ms]:
             del tracks[where]
         if not tracks:
             del groups[group_key]

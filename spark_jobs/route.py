@@ -6,7 +6,8 @@ decides each record's bucket and role and packs each bucket's rows as one Arrow 
 ``mapInArrow`` (:func:`routed`) after Spark's native source:
 
 - a metric sample goes to its series' bucket (``pmod(sid, STATE_BUCKETS)``);
-- a lag sample (admin ``committed_offset`` / ``consumer_lag`` of a group's partition) goes to
+- a lag sample (``committed_offset`` / ``consumer_lag`` of a group's partition, from the admin
+  collector's cycle or the commit log) goes to
   its group's bucket, where the group's lag state and the sample's metric windows both live;
 - a dead letter (``error`` set) goes to a bucket by its offset and passes the state untouched.
 
@@ -33,7 +34,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from spark_jobs import packed
-from spark_jobs.lag import LAG_METRICS
+from spark_jobs.lag import LAG_METRICS, LAG_SOURCES
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
 from spark_jobs.windows import SERIES_COLUMNS
 
@@ -203,9 +204,9 @@ def _series_routes(series: pa.Table, lag_routing: bool) -> SeriesRoutes:
 
 
 def _is_lag(series: pa.Table) -> np.ndarray:
-    """Admin committed offsets and lags of a group's partition: what lag analytics reads."""
+    """Committed offsets and lags of a group's partition (cycle and commit log): what lag analytics reads."""
     conditions = [
-        pc.equal(series.column("source"), "admin"),
+        pc.is_in(series.column("source"), pa.array(LAG_SOURCES)),
         pc.is_in(series.column("metric"), pa.array(LAG_METRICS)),
         *[pc.is_valid(series.column(name)) for name in ("group_id", "topic", "partition")],
     ]
