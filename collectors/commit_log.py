@@ -145,6 +145,13 @@ class CommitLogReader:
                 self._advanced.wait(left)
         return True
 
+    def cpu_seconds(self) -> float:
+        """CPU time the reader thread has used so far (for the bench; 0 when it is not running)."""
+        thread = self._thread
+        if thread is None or thread.ident is None or not thread.is_alive():
+            return 0.0
+        return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+
     def close(self) -> None:
         self._stop.set()
         if self._thread is not None:
