@@ -48,9 +48,9 @@ from collectors.commit_log_decode import (
     OFFSET_COMMIT,
     CommitLogDecodeError,
     GroupMetadata,
+    commit_offset_and_time,
     decode_group_metadata,
     decode_key,
-    decode_offset_commit,
 )
 from lagwatch.samples import Sample
 
@@ -263,16 +263,13 @@ class CommitLogReader:
                             if offsets is not None:
                                 offsets.pop((topic, partition), None)
                             continue
-                        commit = decode_offset_commit(value)
+                        offset, commit_ts = commit_offset_and_time(value)
                         if offsets is None:
                             offsets = latest[group] = {}
-                        offsets[(topic, partition)] = (
-                            TopicPartition(topic, partition, commit.offset),
-                            commit.commit_ts,
-                        )
-                        if commit.commit_ts >= queue_since:
+                        offsets[(topic, partition)] = (TopicPartition(topic, partition, offset), commit_ts)
+                        if commit_ts >= queue_since:
                             if len(pending) < MAX_PENDING:
-                                pending.append((group, topic, partition, commit.offset, commit.commit_ts))
+                                pending.append((group, topic, partition, offset, commit_ts))
                             else:
                                 self.dropped += 1
                     elif kind == GROUP_METADATA:

@@ -42,7 +42,7 @@ import pandas as pd
 
 from lagwatch.config import LagConfig
 from spark_jobs.lag_status import PartitionReport, PartitionTracker, Thresholds, summarize_group
-from spark_jobs.windows import series_labels
+from spark_jobs.windows import Columns, series_labels
 
 log = logging.getLogger(__name__)
 
@@ -104,22 +104,23 @@ def decode_groups(blob: bytes) -> dict[tuple[str, str], GroupTracks]:
     }
 
 
-def split_commits(samples: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(cycle samples to pair, commit-log commits as rows of _PAIR_LABELS, ts, pkey, offset)
-    sorted by (pkey, ts)."""
-    labels = series_labels(samples["series_key"].to_numpy(), ("source", *_PAIR_LABELS))
+def split_commits(samples: pd.DataFrame) -> tuple[pd.DataFrame, Columns, pd.DataFrame]:
+    """(cycle samples to pair, their labels, commit-log commits as rows of _PAIR_LABELS, ts,
+    pkey, offset sorted by (pkey, ts)). The labels are decoded once, here, for both."""
+    labels = series_labels(samples["series_key"].to_numpy(), ("source", "metric", *_PAIR_LABELS))
     is_commit = labels["source"] == COMMIT_SOURCE
     if not is_commit.any():
-        return samples, pd.DataFrame(columns=[*_PAIR_LABELS, "ts", "pkey", "offset"])
+        return samples, labels, pd.DataFrame(columns=[*_PAIR_LABELS, "ts", "pkey", "offset"])
     commits = pd.DataFrame({name: labels[name][is_commit] for name in _PAIR_LABELS})
     commits["ts"] = samples["ts"].to_numpy(np.int64)[is_commit]
     commits["pkey"] = samples["pkey"].to_numpy(np.int64)[is_commit]
     commits["offset"] = np.round(samples["value"].to_numpy(np.float64)[is_commit]).astype(np.int64)
     commits = commits.sort_values(["pkey", "ts"], kind="stable", ignore_index=True)
-    return samples[~is_commit], commits
+    cycle_labels = {name: values[~is_commit] for name, values in labels.items()}
+    return samples[~is_commit], cycle_labels, commits
 
 
-def pair_observations(samples: pd.DataFrame) -> pd.DataFrame:
+def pair_observations(samples: pd.DataFrame, labels: Columns | None = None) -> pd.DataFrame:
     """committed_offset + consumer_lag samples of the same partition and ts → one observation row.
 
     A sample without its partner (the other one lost or not yet arrived) is not an
@@ -130,7 +131,8 @@ def pair_observations(samples: pd.DataFrame) -> pd.DataFrame:
     """
     key = key_all = samples["pkey"].to_numpy(np.int64)
     ts = ts_all = samples["ts"].to_numpy(np.int64)
-    labels = series_labels(samples["series_key"].to_numpy(), ("metric", *_PAIR_LABELS))
+    if labels is None:
+        labels = series_labels(samples["series_key"].to_numpy(), ("metric", *_PAIR_LABELS))
     is_lag = labels["metric"] == "consumer_lag"
     order = np.lexsort((is_lag, ts, key))
     key, ts, is_lag = key[order], ts[order], is_lag[order]
@@ -158,8 +160,8 @@ def update_lag(
     watermark_ms: int,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Fold a batch into the groups' trackers (in place); return (lag_1m, group_status) columns."""
-    cycle_samples, commit_rows = split_commits(samples)
-    observations = pair_observations(cycle_samples)
+    cycle_samples, cycle_labels, commit_rows = split_commits(samples)
+    observations = pair_observations(cycle_samples, cycle_labels)
     commits = _commits_by_partition(commit_rows)
     keys = ["cluster", "group_id", "topic", "partition"]
     codes = observations["pkey"].to_numpy(np.int64)

@@ -4,6 +4,8 @@ writes, the reader's table and queue, and the admin collector with and without i
 from __future__ import annotations
 
 import logging
+import socket
+import struct
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,6 +21,7 @@ from collectors.commit_log import TOPIC, CommitLogReader
 from collectors.commit_log_decode import (
     GROUP_METADATA,
     OFFSET_COMMIT,
+    commit_offset_and_time,
     decode_group_metadata,
     decode_key,
     decode_offset_commit,
@@ -148,6 +151,7 @@ def test_decoder_reads_every_record_version_the_broker_writes(
         version = int.from_bytes(value[:2], "big")
         if kind == OFFSET_COMMIT:
             commit = decode_offset_commit(value)
+            assert commit_offset_and_time(value) == (commit.offset, commit.commit_ts)  # the hot path agrees
             commit_versions.add(version)
             assert before <= commit.commit_ts <= after
             assert commit.metadata == ""
@@ -172,6 +176,51 @@ def test_decoder_reads_every_record_version_the_broker_writes(
     # Deleting the groups wrote tombstones for their offsets and, for the group that had
     # metadata (the one that had members), for the group itself.
     assert tombstones == {(OFFSET_COMMIT, member_group), (OFFSET_COMMIT, empty_group), (GROUP_METADATA, member_group)}
+
+
+def commit_with_retention(bootstrap: str, group: str, topic: str, offset: int, retention_ms: int) -> int:
+    """OffsetCommit v2 with a retention time, sent by hand (librdkafka never sets one): the one
+    commit for which Kafka 3.8 still writes an OffsetCommitValue v1. Returns the error code."""
+
+    def string(text: str) -> bytes:
+        return struct.pack(">h", len(text)) + text.encode()
+
+    body = string(group) + struct.pack(">i", -1) + string("") + struct.pack(">q", retention_ms)
+    body += struct.pack(">i", 1) + string(topic) + struct.pack(">i", 1) + struct.pack(">iq", 0, offset) + string("")
+    request = struct.pack(">hhi", 8, 2, 1) + string("lagwatch-test") + body  # OffsetCommit v2, correlation 1
+    host, port = bootstrap.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", len(request)) + request)
+        size = struct.unpack(">i", _receive(sock, 4))[0]
+        response = _receive(sock, size)
+    # correlation id, [topics]: name, [partitions]: partition, error code
+    topic_len = struct.unpack_from(">h", response, 8)[0]
+    return struct.unpack_from(">h", response, 10 + topic_len + 4 + 4)[0]
+
+
+def _receive(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        assert chunk, "the broker closed the connection"
+        data += chunk
+    return data
+
+
+def test_decoder_reads_the_v1_value_of_a_commit_with_a_retention_time(
+    broker: RealKafkaBroker, kafka: KafkaWorkload, unique: Callable[[str], str]
+):
+    topic, group = unique("topic"), unique("retained")
+    kafka.create_topic(topic, 1)
+    kafka.produce(topic, {0: 10})
+    kafka.commit(unique("warm-up"), topic, {0: 1})  # the coordinator is loaded and answers
+    assert commit_with_retention(broker.bootstrap_servers, group, topic, 8, 3_600_000) == 0
+    ((key, value),) = raw_records(broker.bootstrap_servers, {group})
+    assert decode_key(key) == (OFFSET_COMMIT, group, topic, 0)
+    commit = decode_offset_commit(value or b"")
+    assert (commit.version, commit.offset, commit.leader_epoch) == (1, 8, -1)
+    assert commit_offset_and_time(value or b"") == (8, commit.commit_ts)
+    assert commit.expire_ts == commit.commit_ts + 3_600_000
 
 
 # -- the reader --------------------------------------------------------------------------------
