@@ -231,24 +231,24 @@ def judge(
     """
     now_ms, committed, lag = window_ts[-1], window_committed[-1], window_lag[-1]
     commit_ts, commit_offset = commits
-    for i in range(len(commit_offset) - 1, 0, -1):
-        if commit_offset[i] < commit_offset[i - 1]:
-            return Verdict(
-                "REWIND",
-                "rewind",
-                f"REWIND: a commit went back from {commit_offset[i - 1]} to {commit_offset[i]} "
-                f"at {_clock(commit_ts[i])}",
-            )
+    back = _went_back(commit_offset)
+    if back:
+        return Verdict(
+            "REWIND",
+            "rewind",
+            f"REWIND: a commit went back from {commit_offset[back - 1]} to {commit_offset[back]} "
+            f"at {_clock(commit_ts[back])}",
+        )
     if lag <= 0:
         return Verdict("OK", "caught_up", "OK: caught up (lag 0)")
-    for i in range(len(window_committed) - 1, 0, -1):
-        if window_committed[i] < window_committed[i - 1]:
-            return Verdict(
-                "REWIND",
-                "rewind",
-                f"REWIND: committed offset went back from {window_committed[i - 1]} to {window_committed[i]} "
-                f"at {_clock(window_ts[i])}",
-            )
+    back = _went_back(window_committed)
+    if back:
+        return Verdict(
+            "REWIND",
+            "rewind",
+            f"REWIND: committed offset went back from {window_committed[back - 1]} to {window_committed[back]} "
+            f"at {_clock(window_ts[back])}",
+        )
     points = len(window_ts)
     verdict = (
         _judge_commits(now_ms, lag, commit_ts, commit_offset, thresholds)
@@ -278,6 +278,14 @@ def judge(
             f"warn_time_lag_s {format_duration(thresholds.warn_time_lag_s)}",
         )
     return Verdict("OK", "ok", f"OK: lag {lag}, no rule matched")
+
+
+def _went_back(offsets: Sequence[int]) -> int:
+    """Index of the newest offset lower than the one before it; 0 when none went back."""
+    for i in range(len(offsets) - 1, 0, -1):
+        if offsets[i] < offsets[i - 1]:
+            return i
+    return 0
 
 
 def _judge_unchanged(

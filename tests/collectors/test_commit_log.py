@@ -27,6 +27,7 @@ from collectors.commit_log_decode import (
     decode_offset_commit,
 )
 from lagwatch.config import Config
+from tests.dashboard.alerts.support import wait_until
 from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.fixtures.real_kafka import RealKafkaBroker
 
@@ -108,16 +109,6 @@ def reader(broker: RealKafkaBroker) -> Iterator[CommitLogReader]:
     assert started.wait_loaded(60), started.failure or started.loading_progress
     yield started
     started.close()
-
-
-def wait_for(condition: Callable[[], Any], what: str) -> Any:
-    give_up = time.monotonic() + 30  # a bound on the wait, not a timed assertion
-    while time.monotonic() < give_up:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"never happened: {what}")
 
 
 # -- the decoder, on records the real broker wrote ------------------------------------------------
@@ -235,7 +226,12 @@ def test_reader_queues_every_commit_even_a_rewind_undone_at_once(
     for offset in (1000, 500, 1000):
         kafka.commit(group, topic, {0: offset})
     mine: list[tuple[str, str, int, int, int]] = []
-    wait_for(lambda: len(mine.__iadd__([c for c in reader.drain() if c[0] == group])) >= 3, "three commits read")
+
+    def three_read() -> bool:
+        mine.extend(commit for commit in reader.drain() if commit[0] == group)
+        return len(mine) >= 3
+
+    wait_until(three_read, 30, "the three commits are read")
     assert [(g, t, p, offset) for g, t, p, offset, _ in mine] == [
         (group, topic, 0, 1000),
         (group, topic, 0, 500),
@@ -254,10 +250,10 @@ def test_reader_forgets_a_deleted_group(
     kafka.produce(topic, {0: 10})
     kafka.commit(group, topic, {0: 4})
     kafka.commit(kept, topic, {0: 6})
-    wait_for(lambda: group in reader.committed() and kept in reader.committed(), "both groups in the table")
+    wait_until(lambda: group in reader.committed() and kept in reader.committed(), 30, "both groups in the table")
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     admin.delete_consumer_groups([group], request_timeout=10)[group].result()
-    wait_for(lambda: group not in reader.committed(), "the deleted group leaves the table")
+    wait_until(lambda: group not in reader.committed(), 30, "the deleted group leaves the table")
     assert [tp.offset for tp in reader.committed()[kept]] == [6]
 
 
