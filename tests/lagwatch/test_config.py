@@ -90,3 +90,9 @@ def test_cli_exits_2_with_a_message_and_no_traceback(tmp_path: Path, content: st
     assert expected in proc.stderr
     assert str(path) in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_commit_log_mode_is_named_with_its_choices() -> None:
+    assert parse_config({}, "x.toml", environ={}).collect.commit_log == "auto"
+    with pytest.raises(ConfigError, match=r"collect\.commit_log.*'auto', 'on' or 'off'"):
+        parse_config({"collect": {"commit_log": "yes"}}, "x.toml", environ={})
