@@ -246,7 +246,9 @@ class AdminCollector:
         if self._config.collect.commit_log == "on":
             cycle.errors.add(f"commit_log = on, but {why}; committed offsets from OffsetFetch")
         if why != self._fallback_said:
-            log.warning("%s: committed offsets from OffsetFetch (source admin): %s", self.name, why)
+            # Expected on a cluster without the topic (tansu) unless the config asked for it.
+            level = logging.INFO if topic is None and self._config.collect.commit_log == "auto" else logging.WARNING
+            log.log(level, "%s: committed offsets from OffsetFetch (source admin): %s", self.name, why)
             self._fallback_said = why
         return None
 
