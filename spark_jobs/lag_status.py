@@ -21,7 +21,8 @@ it is NULL with method `unknown` and the reason says why — never a made-up num
 NaN or inf. (No extrapolation from the produce rate: a guess would look like a measurement.)
 
 Status (Burrow's rules over the commit window; the first rule that matches wins). Rules 1, 4
-and 6 need commits from the commit log; without them (OffsetFetch only) 3, 5 and 7 decide:
+and 6 apply to a partition with commits from the commit log, rules 5 and 7 to one without
+(OffsetFetch only), the others to both:
 
 1. a commit went back below the commit before it, within the window → REWIND (`rewind`), even
    when caught up now: those records were read twice, however short-lived the rewind was.
