@@ -21,6 +21,7 @@ from bench.common import Result, format_table, run_module
 BENCHMARKS: dict[str, str] = {
     "admin collector": "bench.bench_admin",
     "membership": "bench.bench_membership",
+    "commit log": "bench.bench_commit_log",
     "jmx collector": "bench.bench_jmx",
     "spark job": "bench.bench_spark",
     "dashboard": "bench.bench_dashboard",

@@ -2,11 +2,17 @@
 
 Per cycle, within `collect.timeout_s`: cluster metadata; log-end and log-start offsets of
 every allowed partition (batched ListOffsets latest and earliest); the group list; committed
-offsets of every allowed group (OffsetFetch, many in flight); consumer lag from the end and
+offsets of every allowed group; consumer lag from the end and
 committed offsets of this very cycle; and, if `collect.describe_groups`, each group's state,
 member count and the member that owns each partition. The rules that turn readings into
 samples are in :mod:`collectors.admin_samples`; the concurrent request machinery in
 :mod:`collectors.admin_requests`.
+
+Committed offsets come from the commit log (:mod:`collectors.commit_log`, every commit read
+from `__consumer_offsets`) when `collect.commit_log` allows it and the cluster lets us read the
+topic: then the cycle sends no OffsetFetch at all and also publishes each commit read since the
+last cycle. Otherwise (no such topic, as on tansu; an ACL; the log still loading) they come
+from OffsetFetch, one request per group, and the log says why once.
 
 Failure model: a cluster that does not return metadata within the timeout is a failed scrape
 (`ok=False`, up = 0). Anything after that (a group whose offsets fail, a partition whose end
@@ -24,8 +30,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import ConsumerGroupState, KafkaException
-from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, ListConsumerGroupsResult
+from confluent_kafka import ConsumerGroupState, IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, ListConsumerGroupsResult, OffsetSpec
 
 from collectors.admin_requests import (
     KeyedReads,
@@ -47,6 +53,8 @@ from collectors.admin_samples import (
     partition_owner_samples,
 )
 from collectors.base import SampleFactory, ScrapeResult
+from collectors.commit_log import TOPIC as COMMIT_LOG_TOPIC
+from collectors.commit_log import CommitLogReader, commit_samples, in_use_sample
 from lagwatch.config import Config
 from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.kafka import cluster_client_config
@@ -84,6 +92,18 @@ class AdminCollector:
         self._group_allowed = NameFilter(config.collect.groups_allow, config.collect.groups_deny)
         self._admin: AdminClient | None = None
         self._busy = threading.Lock()
+        self._commit_log = (
+            CommitLogReader(
+                cluster_client_config(config),
+                config.cluster.name,
+                self._group_allowed,
+                self._topic_allowed,
+                replay_since_ms=int((time.time() - config.lag.window_s) * 1000),
+            )
+            if config.collect.commit_log != "off"
+            else None
+        )
+        self._fallback_said: str | None = None
 
     @property
     def name(self) -> str:
@@ -98,6 +118,8 @@ class AdminCollector:
         return {}
 
     def close(self) -> None:
+        if self._commit_log is not None:
+            self._commit_log.close()
         self._admin = None  # librdkafka closes the client's connections when it is collected
 
     def _client(self) -> AdminClient:
@@ -142,8 +164,15 @@ class AdminCollector:
         ends, starts = self._log_offsets(cycle, partitions)
         samples.extend(partition_offset_samples("log_end_offset", "counter", ends, ts, make))
         samples.extend(partition_offset_samples("log_start_offset", "gauge", starts, ts, make))
+        reader = self._usable_commit_log(metadata, cycle)
         listings = self._group_listings(cycle, listed)
-        samples.extend(self._group_offsets(cycle, sorted(listings), ends))
+        if reader is not None:
+            samples.extend(commit_samples(reader.drain(), make))
+            samples.extend(self._commit_log_offsets(cycle, reader, ends))
+        else:
+            samples.extend(self._group_offsets(cycle, sorted(listings), ends))
+        if self._commit_log is not None:
+            samples.append(in_use_sample(ts, make, reader is not None))
         samples.extend(self._group_states(cycle, listings))
         cycle.log_summary(self.name, len(partitions), len(listings), time.monotonic() - started)
         return ScrapeResult(self.name, ok=True, samples=samples, errors=cycle.errors.result())
@@ -194,6 +223,63 @@ class AdminCollector:
             cycle.errors.add(f"committed_offset {line}")
         if reads.unfinished:
             cycle.errors.add(f"committed_offset: {len(reads.unfinished)} group(s) not answered within the timeout")
+        return samples
+
+    def _usable_commit_log(self, metadata: Any, cycle: _Cycle) -> CommitLogReader | None:
+        """The commit-log reader when it can give this cycle's committed offsets, else None (and why, once)."""
+        reader = self._commit_log
+        if reader is None:
+            return None
+        topic = metadata.topics.get(COMMIT_LOG_TOPIC)
+        if reader.failure is not None:
+            why = reader.failure
+        elif topic is None:
+            why = f"the cluster has no {COMMIT_LOG_TOPIC} topic"
+        else:
+            reader.start(len(topic.partitions))
+            # The first load may take a while: wait for it within half the cycle, then fall back.
+            if reader.wait_loaded((cycle.deadline - time.monotonic()) / 2):
+                if self._fallback_said is not None:
+                    log.info("%s: committed offsets from the commit log again", self.name)
+                self._fallback_said = None
+                self._catch_up(reader, cycle, list(topic.partitions))
+                return reader
+            why = reader.failure or f"commit log still loading ({reader.loading_progress})"
+        if self._config.collect.commit_log == "on":
+            cycle.errors.add(f"commit_log = on, but {why}; committed offsets from OffsetFetch")
+        if why != self._fallback_said:
+            # Expected on a cluster without the topic (tansu) unless the config asked for it.
+            level = logging.INFO if topic is None and self._config.collect.commit_log == "auto" else logging.WARNING
+            log.log(level, "%s: committed offsets from OffsetFetch (source admin): %s", self.name, why)
+            self._fallback_said = why
+        return None
+
+    def _catch_up(self, reader: CommitLogReader, cycle: _Cycle, partitions: list[int]) -> None:
+        """Let the reader reach the commit log's end as of now, so every commit acknowledged
+        before this cycle is in its table (bounded: half of what is left of the cycle)."""
+        request = {TopicPartition(COMMIT_LOG_TOPIC, p): OffsetSpec.latest() for p in partitions}
+        try:
+            futures = cycle.admin.list_offsets(
+                request, isolation_level=IsolationLevel.READ_COMMITTED, request_timeout=request_timeout(cycle.deadline)
+            )
+            ends = {tp.partition: future.result().offset for tp, future in futures.items()}
+        except Exception as exc:  # KafkaException per partition, or a local error
+            log.debug("%s: end offsets of %s: %s", self.name, COMMIT_LOG_TOPIC, error_text(exc))
+            return
+        if not reader.wait_caught_up(ends, (cycle.deadline - time.monotonic()) / 2):
+            log.info("%s: the commit log reader is behind the log end; this cycle uses what it read", self.name)
+
+    def _commit_log_offsets(
+        self, cycle: _Cycle, reader: CommitLogReader, ends: dict[tuple[str, int], int]
+    ) -> list[Sample]:
+        """committed_offset and consumer_lag per group-partition from the latest commits, no OffsetFetch."""
+        samples: list[Sample] = []
+        for group_id, partitions in reader.committed().items():
+            samples.extend(
+                group_offset_samples(
+                    group_id, partitions, ends, self._topic_allowed, cycle.ts, cycle.make, cycle.counts
+                )
+            )
         return samples
 
     def _group_states(self, cycle: _Cycle, listings: dict[str, ConsumerGroupState | None]) -> list[Sample]:

@@ -152,6 +152,12 @@ class CollectConfig(_Model):
     coordinate: bool = True
     instance_id: str = ""
 
+    # -- commit log (docs/admin-collector.md, "Commit log") --
+    #: Read every offset commit from `__consumer_offsets`: "auto" where the cluster has the topic
+    #: and lets us read it (else OffsetFetch, said in a log line), "on" (the same, but a cycle
+    #: without it is a scrape error), "off" (OffsetFetch only).
+    commit_log: Literal["auto", "on", "off"] = "auto"
+
     @field_validator("groups_allow", "groups_deny", "topics_allow", "topics_deny")
     @classmethod
     def _regexes_compile(cls, patterns: list[str]) -> list[str]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 SCHEMA_VERSION = 1
-SOURCES: tuple[str, ...] = ("jmx", "prom", "admin", "probe", "heartbeat")
+SOURCES: tuple[str, ...] = ("jmx", "prom", "admin", "commitlog", "probe", "heartbeat")
 KINDS: tuple[str, ...] = ("counter", "gauge")
 #: Labels only a membership sample carries (:class:`MemberSample`); other records leave them out.
 MEMBER_LABELS: tuple[str, ...] = ("member_id", "host")

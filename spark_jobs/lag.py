@@ -5,6 +5,9 @@ labels group_id/topic/partition). The two samples of one partition from one coll
 share a ts; paired, they give committed offset, lag and so the log-end offset at that moment
 (end = committed + lag, both read in the same cycle by the admin collector). `log_end_offset` samples are
 per partition, not per group, and need no pairing: the end offset is already implied here.
+Where the collector reads the commit log, every commit also arrives as a `committed_offset`
+sample with source 'commitlog' and ts = its commit time: those are not observations but the
+partition's commits (``PartitionTracker.commit``), folded in time order with the observations.
 
 State is kept per (cluster, group) — all partitions of a group in one place, so a group's
 status is computed from every partition's newest state even when one micro-batch carries only
@@ -35,7 +38,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -44,12 +47,15 @@ import pandas as pd
 from lagwatch.config import LagConfig
 from spark_jobs import membership
 from spark_jobs.lag_status import PartitionReport, PartitionTracker, Thresholds, summarize_group
-from spark_jobs.windows import series_labels
+from spark_jobs.windows import Columns, series_labels
 
 log = logging.getLogger(__name__)
 
 PERIOD_MS = 60_000
 LAG_METRICS = ("committed_offset", "consumer_lag")
+#: Sources of lag samples: the cycle's observations, and the commit log's commits.
+OBSERVATION_SOURCE, COMMIT_SOURCE = "admin", "commitlog"
+LAG_SOURCES = (OBSERVATION_SOURCE, COMMIT_SOURCE)
 
 LAG_1M_COLUMNS: tuple[str, ...] = (
     "cluster",
@@ -111,7 +117,23 @@ def decode_groups(blob: bytes) -> dict[tuple[str, str], GroupTracks]:
     }
 
 
-def pair_observations(samples: pd.DataFrame) -> pd.DataFrame:
+def split_commits(samples: pd.DataFrame) -> tuple[pd.DataFrame, Columns, pd.DataFrame]:
+    """(cycle samples to pair, their labels, commit-log commits as rows of _PAIR_LABELS, ts,
+    pkey, offset sorted by (pkey, ts)). The labels are decoded once, here, for both."""
+    labels = series_labels(samples["series_key"].to_numpy(), ("source", "metric", *_PAIR_LABELS))
+    is_commit = labels["source"] == COMMIT_SOURCE
+    if not is_commit.any():
+        return samples, labels, pd.DataFrame(columns=[*_PAIR_LABELS, "ts", "pkey", "offset"])
+    commits = pd.DataFrame({name: labels[name][is_commit] for name in _PAIR_LABELS})
+    commits["ts"] = samples["ts"].to_numpy(np.int64)[is_commit]
+    commits["pkey"] = samples["pkey"].to_numpy(np.int64)[is_commit]
+    commits["offset"] = np.round(samples["value"].to_numpy(np.float64)[is_commit]).astype(np.int64)
+    commits = commits.sort_values(["pkey", "ts"], kind="stable", ignore_index=True)
+    cycle_labels = {name: values[~is_commit] for name, values in labels.items()}
+    return samples[~is_commit], cycle_labels, commits
+
+
+def pair_observations(samples: pd.DataFrame, labels: Columns | None = None) -> pd.DataFrame:
     """committed_offset + consumer_lag samples of the same partition and ts → one observation row.
 
     A sample without its partner (the other one lost or not yet arrived) is not an
@@ -124,7 +146,8 @@ def pair_observations(samples: pd.DataFrame) -> pd.DataFrame:
         return pd.DataFrame({name: np.empty(0, object) for name in _PAIR_LABELS} | _EMPTY_MEASURES)
     key = key_all = samples["pkey"].to_numpy(np.int64)
     ts = ts_all = samples["ts"].to_numpy(np.int64)
-    labels = series_labels(samples["series_key"].to_numpy(), ("metric", *_PAIR_LABELS))
+    if labels is None:
+        labels = series_labels(samples["series_key"].to_numpy(), ("metric", *_PAIR_LABELS))
     is_lag = labels["metric"] == "consumer_lag"
     order = np.lexsort((is_lag, ts, key))
     key, ts, is_lag = key[order], ts[order], is_lag[order]
@@ -157,7 +180,9 @@ def update_lag(
     is_offset = np.isin(metric, LAG_METRICS)
     keep_ms = max(int(lag_config.window_s * 1000), PERIOD_MS)
     readings = membership.fold_readings(samples[~is_offset], memberships, keep_ms)
-    observations = pair_observations(samples[is_offset])
+    cycle_samples, cycle_labels, commit_rows = split_commits(samples[is_offset])
+    observations = pair_observations(cycle_samples, cycle_labels)
+    commits = _commits_by_partition(commit_rows)
     keys = ["cluster", "group_id", "topic", "partition"]
     codes = observations["pkey"].to_numpy(np.int64)
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.empty(0, int)
@@ -175,8 +200,13 @@ def update_lag(
         group_key, where = (cluster[start], group_id[start]), (topic[start], int(partition[start]))
         track = groups.setdefault(group_key, {}).setdefault(where, PartitionTracker())
         observed = zip(ts[start:end], committed[start:end], lag[start:end], strict=True)
-        for report in fold_observations(track, thresholds_for(group_key[1]), observed):
+        partition_commits = commits.pop((*group_key, *where), [])
+        for report in fold_observations(track, thresholds_for(group_key[1]), observed, partition_commits):
             rows.add_partition(group_key, where, report)
+    for (cluster_name, group, topic_name, number), partition_commits in commits.items():  # no observation here
+        track = groups.setdefault((cluster_name, group), {}).setdefault((topic_name, number), PartitionTracker())
+        for commit_ts, offset in partition_commits:
+            track.commit(commit_ts, offset, thresholds_for(group))
     rows.add_late_readings(groups, thresholds_for)
     group_rows = [
         _group_row(key, groups[key], period, lag_config, rows.reports, memberships.get(key), readings)
@@ -232,18 +262,37 @@ def _columns(rows: list[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, n
     return {name: np.array(values, dtype=object) for name, values in zip(names, zip(*rows, strict=True), strict=True)}
 
 
+def _commits_by_partition(rows: pd.DataFrame) -> dict[tuple[str, str, str, int], list[tuple[int, int]]]:
+    """(cluster, group, topic, partition) → its commits (ts, offset) in time order."""
+    commits: dict[tuple[str, str, str, int], list[tuple[int, int]]] = {}
+    columns = (rows[name].tolist() for name in (*_PAIR_LABELS, "ts", "offset"))
+    for cluster, group, topic, partition, ts, offset in zip(*columns, strict=True):
+        commits.setdefault((cluster, group, topic, int(partition)), []).append((ts, offset))
+    return commits
+
+
 def fold_observations(
-    track: PartitionTracker, thresholds: Thresholds, observations: Iterable[tuple[int, int, int]]
+    track: PartitionTracker,
+    thresholds: Thresholds,
+    observations: Iterable[tuple[int, int, int]],
+    commits: Sequence[tuple[int, int]] = (),
 ) -> list[PartitionReport]:
-    """Observe in time order; one report per 1-minute window, taken at its newest observation."""
+    """Observe in time order, each commit taken before the first observation after it; one
+    report per 1-minute window, taken at its newest observation."""
     reports: list[PartitionReport] = []
     pending = False
+    next_commit = 0
     for ts, committed, lag in observations:
         if ts <= track.last_ts_ms:
             continue  # duplicate or out of order: see PartitionTracker.observe
         if pending and ts - ts % PERIOD_MS != track.period_start_ms:
             reports.append(track.report(thresholds))
+        while next_commit < len(commits) and commits[next_commit][0] <= ts:
+            track.commit(*commits[next_commit], thresholds)
+            next_commit += 1
         pending = track.observe(ts, committed, lag, thresholds, PERIOD_MS)
+    for commit_ts, offset in commits[next_commit:]:
+        track.commit(commit_ts, offset, thresholds)
     if pending:
         reports.append(track.report(thresholds))
     return reports
@@ -327,7 +376,7 @@ def _forget_silent(
     membership.forget_silent(memberships, oldest_ms)
     for group_key in list(groups):
         tracks = groups[group_key]
-        for where in [w for w, track in tracks.items() if track.last_ts_ms < oldest_ms]:
+        for where in [w for w, track in tracks.items() if track.last_seen_ms < oldest_ms]:
             del tracks[where]
         if not tracks:
             del groups[group_key]

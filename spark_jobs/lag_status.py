@@ -9,7 +9,9 @@ collector measured in the same cycle (docs/admin-collector.md), so the log-end o
   and compressed (a flat run keeps only its first and last point), so time lag can be
   interpolated far back without unbounded state;
 - the sliding commit window ``(ts, committed, lag)`` spanning ``window_s`` (Burrow's window);
-- when the committed offset last changed, and the current 1-minute window's running lag max.
+- when the committed offset last changed, and the current 1-minute window's running lag max;
+- where the cluster's commit log is read, the commits themselves ``(commit ts, offset)`` over
+  the same window (the newest one is always kept): every commit, not one per cycle.
 
 Time lag (kafka-lag-exporter's method): the moment the log-end offset reached the committed
 offset is interpolated linearly between the last history point at or below it and the next
@@ -18,23 +20,30 @@ point above it; time lag = observation time − that moment. Caught up (lag 0) i
 it is NULL with method `unknown` and the reason says why — never a made-up number, never
 NaN or inf. (No extrapolation from the produce rate: a guess would look like a measurement.)
 
-Status (Burrow's rules over the commit window; the first rule that matches wins):
+Status (Burrow's rules over the commit window; the first rule that matches wins). Rules 1, 4
+and 6 apply to a partition with commits from the commit log, rules 5 and 7 to one without
+(OffsetFetch only), the others to both:
 
-1. lag 0 at the newest observation → OK (`caught_up`).
-2. the committed offset went back between two observations in the window → REWIND (`rewind`).
-3. lag > 0 and the committed offset has not changed for longer than ``stop_after_s``
-   (default: the window, ``window_s``) → STOP (`stop`): "STOP: no commit for 12m > window 10m".
-4. lag > 0 and the committed offset is the same at every observation of the window, with at
-   least ``min_window_points`` observations → STALL (`stall`).
-   Burrow tells STALL (consumer commits, offset does not move) from STOP (no commits) by
-   commit timestamps; the collector only sees committed offsets, so here the difference is
-   duration: not moving for a whole window (with enough observations) is STALL, not moving
-   for longer than ``stop_after_s`` is STOP.
-5. lag never fell during the window, rose overall, over ≥ ``min_window_points`` observations,
+1. a commit went back below the commit before it, within the window → REWIND (`rewind`), even
+   when caught up now: those records were read twice, however short-lived the rewind was.
+2. lag 0 at the newest observation → OK (`caught_up`).
+3. the committed offset went back between two observations in the window → REWIND (`rewind`).
+4. lag > 0 and no commit for longer than ``stop_after_s`` (default: the window, ``window_s``)
+   → STOP (`stop`): "STOP: no commit for 12m > window 10m (last commit at 10:02:03, …)".
+5. lag > 0 and the committed offset has not changed for longer than ``stop_after_s`` → STOP
+   (`stop`).
+6. lag > 0, at least ``min_window_points`` commits in the window, all of the same offset, and
+   the newest no older than the longest gap between them (commits keep arriving) → STALL
+   (`stall`). A consumer that stopped committing is never STALL on its way to STOP.
+7. lag > 0 and the committed offset is the same at every observation of the window, with at
+   least ``min_window_points`` observations → STALL (`stall`). Without commit timestamps
+   the difference to STOP is duration: not moving for a whole window is STALL, not moving for
+   longer than ``stop_after_s`` is STOP.
+8. lag never fell during the window, rose overall, over ≥ ``min_window_points`` observations,
    → WARN (`lag_rising`).
-6. per-group thresholds (``[lag.group_thresholds]``): lag > ``warn_lag`` → WARN (`warn_lag`);
+9. per-group thresholds (``[lag.group_thresholds]``): lag > ``warn_lag`` → WARN (`warn_lag`);
    time lag > ``warn_time_lag_s`` → WARN (`warn_time_lag_s`).
-7. otherwise OK (`ok`).
+10. otherwise OK (`ok`).
 """
 
 from __future__ import annotations
@@ -47,6 +56,9 @@ from typing import Any
 
 from lagwatch.config import LagConfig
 from lagwatch.vocabulary import STATUS_SEVERITY
+
+#: A partition's commits from the commit log: (commit timestamps, offsets), in time order.
+Commits = tuple[Sequence[int], Sequence[int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,35 +222,40 @@ def judge(
     committed_since_ms: int,
     time_lag_s: float | None,
     thresholds: Thresholds,
+    commits: Commits = ((), ()),
 ) -> Verdict:
-    """Burrow's rules plus per-group thresholds over one partition's commit window (module docstring)."""
+    """Burrow's rules plus per-group thresholds over one partition's commit window (module docstring).
+
+    ``commits`` are the commit log's (commit ts, offset) lists in time order, empty without it.
+    """
     now_ms, committed, lag = window_ts[-1], window_committed[-1], window_lag[-1]
+    commit_ts, commit_offset = commits
+    back = _went_back(commit_offset)
+    if back:
+        return Verdict(
+            "REWIND",
+            "rewind",
+            f"REWIND: a commit went back from {commit_offset[back - 1]} to {commit_offset[back]} "
+            f"at {_clock(commit_ts[back])}",
+        )
     if lag <= 0:
         return Verdict("OK", "caught_up", "OK: caught up (lag 0)")
-    for i in range(len(window_committed) - 1, 0, -1):
-        if window_committed[i] < window_committed[i - 1]:
-            return Verdict(
-                "REWIND",
-                "rewind",
-                f"REWIND: committed offset went back from {window_committed[i - 1]} to {window_committed[i]} "
-                f"at {_clock(window_ts[i])}",
-            )
-    unchanged_s = (now_ms - committed_since_ms) / 1000.0
-    if unchanged_s > thresholds.stop_after_s:
+    back = _went_back(window_committed)
+    if back:
         return Verdict(
-            "STOP",
-            "stop",
-            f"STOP: no commit for {format_duration(unchanged_s)} > {thresholds.stop_after_name} "
-            f"{format_duration(thresholds.stop_after_s)} (committed offset {committed}, lag {lag})",
+            "REWIND",
+            "rewind",
+            f"REWIND: committed offset went back from {window_committed[back - 1]} to {window_committed[back]} "
+            f"at {_clock(window_ts[back])}",
         )
     points = len(window_ts)
-    if points >= thresholds.min_window_points and window_committed[0] == committed:
-        return Verdict(
-            "STALL",
-            "stall",
-            f"STALL: committed offset {committed} not moving for {format_duration(unchanged_s)} "
-            f"({points} observations) while lag is {lag}",
-        )
+    verdict = (
+        _judge_commits(now_ms, lag, commit_ts, commit_offset, thresholds)
+        if commit_ts
+        else _judge_unchanged(now_ms, committed, lag, points, window_committed[0], committed_since_ms, thresholds)
+    )
+    if verdict is not None:
+        return verdict
     if (
         points >= thresholds.min_window_points
         and lag > window_lag[0]
@@ -262,6 +279,68 @@ def judge(
     return Verdict("OK", "ok", f"OK: lag {lag}, no rule matched")
 
 
+def _went_back(offsets: Sequence[int]) -> int:
+    """Index of the newest offset lower than the one before it; 0 when none went back."""
+    for i in range(len(offsets) - 1, 0, -1):
+        if offsets[i] < offsets[i - 1]:
+            return i
+    return 0
+
+
+def _judge_unchanged(
+    now_ms: int,
+    committed: int,
+    lag: int,
+    points: int,
+    first_committed: int,
+    committed_since_ms: int,
+    thresholds: Thresholds,
+) -> Verdict | None:
+    """Rules 5 and 7 (STOP, STALL by how long the offset stood still) for a partition with lag > 0."""
+    unchanged_s = (now_ms - committed_since_ms) / 1000.0
+    if unchanged_s > thresholds.stop_after_s:
+        return Verdict(
+            "STOP",
+            "stop",
+            f"STOP: no commit for {format_duration(unchanged_s)} > {thresholds.stop_after_name} "
+            f"{format_duration(thresholds.stop_after_s)} (committed offset {committed}, lag {lag})",
+        )
+    if points >= thresholds.min_window_points and first_committed == committed:
+        return Verdict(
+            "STALL",
+            "stall",
+            f"STALL: committed offset {committed} not moving for {format_duration(unchanged_s)} "
+            f"({points} observations) while lag is {lag}",
+        )
+    return None
+
+
+def _judge_commits(
+    now_ms: int, lag: int, commit_ts: Sequence[int], commit_offset: Sequence[int], thresholds: Thresholds
+) -> Verdict | None:
+    """Rules 4 and 6 (STOP, STALL from commit timestamps) for a partition with lag > 0."""
+    silent_s = (now_ms - commit_ts[-1]) / 1000.0
+    if silent_s > thresholds.stop_after_s:
+        return Verdict(
+            "STOP",
+            "stop",
+            f"STOP: no commit for {format_duration(silent_s)} > {thresholds.stop_after_name} "
+            f"{format_duration(thresholds.stop_after_s)} (last commit at {_clock(commit_ts[-1])}, "
+            f"committed offset {commit_offset[-1]}, lag {lag})",
+        )
+    count = len(commit_ts)
+    if count >= thresholds.min_window_points and all(offset == commit_offset[-1] for offset in commit_offset):
+        longest_gap_ms = max(commit_ts[i] - commit_ts[i - 1] for i in range(1, count))
+        if now_ms - commit_ts[-1] <= longest_gap_ms:
+            return Verdict(
+                "STALL",
+                "stall",
+                f"STALL: {count} commits of offset {commit_offset[-1]} in "
+                f"{format_duration((commit_ts[-1] - commit_ts[0]) / 1000)} while lag is {lag}",
+            )
+    return None
+
+
 @dataclass(slots=True)
 class PartitionTracker:
     """Streaming state of one group-partition; pickled into the Spark state store."""
@@ -274,6 +353,8 @@ class PartitionTracker:
     committed_since_ms: int = 0
     period_start_ms: int = -1
     period_lag_max: int = 0
+    commit_ts: list[int] = field(default_factory=list)
+    commit_offset: list[int] = field(default_factory=list)
 
     def to_state(self) -> tuple[Any, ...]:
         """Plain tuple for pickling: C-speed, unlike a slots dataclass's Python-level __setstate__."""
@@ -286,11 +367,37 @@ class PartitionTracker:
             self.committed_since_ms,
             self.period_start_ms,
             self.period_lag_max,
+            self.commit_ts,
+            self.commit_offset,
         )
 
     @classmethod
     def from_state(cls, saved: tuple[Any, ...]) -> PartitionTracker:
-        return cls(*saved)
+        return cls(*saved)  # state saved before commits were tracked has fewer fields: defaults
+
+    @property
+    def last_seen_ms(self) -> int:
+        """Newest observation or commit: what keeps the partition in the state."""
+        return max(self.last_ts_ms, self.commit_ts[-1] if self.commit_ts else -1)
+
+    def commit(self, ts_ms: int, offset: int, thresholds: Thresholds) -> bool:
+        """Take one commit from the commit log, in or out of time order; False for a duplicate
+        (a commit read twice) or one older than the window."""
+        oldest_ms = self.last_seen_ms - int(thresholds.window_s * 1000)
+        if ts_ms <= oldest_ms:
+            return False
+        at = bisect_right(self.commit_ts, ts_ms)
+        if at > 0 and self.commit_ts[at - 1] == ts_ms and self.commit_offset[at - 1] == offset:
+            return False
+        self.commit_ts.insert(at, ts_ms)
+        self.commit_offset.insert(at, offset)
+        self._trim_commits(self.last_seen_ms - int(thresholds.window_s * 1000))
+        return True
+
+    def _trim_commits(self, oldest_ms: int) -> None:
+        keep_from = min(bisect_right(self.commit_ts, oldest_ms), len(self.commit_ts) - 1)  # keep the newest
+        if keep_from > 0:
+            del self.commit_ts[:keep_from], self.commit_offset[:keep_from]
 
     @property
     def last_ts_ms(self) -> int:
@@ -312,6 +419,8 @@ class PartitionTracker:
         self.window_committed.append(committed)
         self.window_lag.append(lag)
         self._trim_window(ts_ms - int(thresholds.window_s * 1000))
+        if self.commit_ts:
+            self._trim_commits(ts_ms - int(thresholds.window_s * 1000))
         return True
 
     def _trim_window(self, oldest_ms: int) -> None:
@@ -337,6 +446,7 @@ class PartitionTracker:
             self.committed_since_ms,
             time_lag.seconds,
             thresholds,
+            (self.commit_ts, self.commit_offset),
         )
         return PartitionReport(
             ts_ms=now_ms,

@@ -6,9 +6,10 @@ decides each record's bucket and role and packs each bucket's rows as one Arrow 
 ``mapInArrow`` (:func:`routed`) after Spark's native source:
 
 - a metric sample goes to its series' bucket (``pmod(sid, STATE_BUCKETS)``);
-- a lag sample (admin ``committed_offset`` / ``consumer_lag`` of a group's partition, or the
-  group's ``consumer_group_state`` / ``consumer_group_members``) goes to its group's bucket,
-  where the group's lag and membership state and the sample's metric windows all live;
+- a lag sample (``committed_offset`` / ``consumer_lag`` of a group's partition, from the admin
+  collector's cycle or the commit log, or the group's ``consumer_group_state`` /
+  ``consumer_group_members``) goes to its group's bucket, where the group's lag and membership
+  state and the sample's metric windows all live;
 - a member sample (admin ``partition_assigned``, which names the partition's owner) goes to its
   group's bucket too, for the membership state only: it has no metric windows, since the
   metrics tables have no member columns (its values are lag_1m's owner columns);
@@ -38,7 +39,7 @@ import xxhash
 
 from lagwatch.membership import GROUP_METRICS, PARTITION_ASSIGNED_METRIC
 from spark_jobs import packed
-from spark_jobs.lag import LAG_METRICS
+from spark_jobs.lag import LAG_METRICS, LAG_SOURCES
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
 from spark_jobs.windows import SERIES_COLUMNS
 
@@ -199,10 +200,11 @@ def _series_routes(series: pa.Table, lag_routing: bool) -> SeriesRoutes:
         role=np.full(len(texts), METRIC, np.int8),
         series_key=_json_arrays(series),
     )
-    routes.role[_admin(series, PARTITION_ASSIGNED_METRIC, "group_id", "topic", "partition")] = MEMBER
+    routes.role[_selected(series, ADMIN, PARTITION_ASSIGNED_METRIC, "group_id", "topic", "partition")] = MEMBER
     if lag_routing:
-        group_rows = _admin(series, GROUP_METRICS, "group_id")
-        routes.role[_admin(series, LAG_METRICS, "group_id", "topic", "partition") | group_rows] = LAG
+        group_rows = _selected(series, ADMIN, GROUP_METRICS, "group_id")
+        lag_rows = _selected(series, LAG_SOURCES, LAG_METRICS, "group_id", "topic", "partition")
+        routes.role[lag_rows | group_rows] = LAG
         state_rows = np.flatnonzero(routes.role != METRIC)
         labels = series.select(["cluster", "group_id", "topic", "partition"]).take(pa.array(state_rows)).to_pylist()
         for row, label in zip(state_rows.tolist(), labels, strict=True):
@@ -212,12 +214,15 @@ def _series_routes(series: pa.Table, lag_routing: bool) -> SeriesRoutes:
     return routes
 
 
-def _admin(series: pa.Table, metrics: str | tuple[str, ...], *labels: str) -> np.ndarray:
-    """Which series are admin samples of `metrics` with all of `labels` set (what lag and
-    membership state read)."""
+ADMIN = ("admin",)
+
+
+def _selected(series: pa.Table, sources: tuple[str, ...], metrics: str | tuple[str, ...], *labels: str) -> np.ndarray:
+    """Which series are samples of `metrics` from `sources` with all of `labels` set (what lag
+    and membership state read)."""
     wanted = pa.array([metrics] if isinstance(metrics, str) else list(metrics))
     conditions = [
-        pc.equal(series.column("source"), "admin"),
+        pc.is_in(series.column("source"), pa.array(list(sources))),
         pc.is_in(series.column("metric"), wanted),
         *[pc.is_valid(series.column(name)) for name in labels],
     ]

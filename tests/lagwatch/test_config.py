@@ -109,3 +109,9 @@ def test_alert_durations_are_checked_when_the_config_loads(alerts: dict, expecte
 def test_durations_keep_their_text_and_an_empty_lookback_means_unset() -> None:
     alerts = parse_config({"alerts": {"rules": [{"name": "R", "metric": "up", "for": "1h30m"}]}}, environ={}).alerts
     assert (alerts.rules[0].for_, alerts.rules[0].lookback) == ("1h30m", "")
+
+
+def test_commit_log_mode_is_named_with_its_choices() -> None:
+    assert parse_config({}, "x.toml", environ={}).collect.commit_log == "auto"
+    with pytest.raises(ConfigError, match=r"collect\.commit_log.*'auto', 'on' or 'off'"):
+        parse_config({"collect": {"commit_log": "yes"}}, "x.toml", environ={})

@@ -186,3 +186,72 @@ def test_group_takes_its_worst_partition():
 
 def test_format_duration():
     assert [format_duration(s) for s in (45, 600, 150, 3900)] == ["45s", "10m", "2m30s", "1h05m"]
+
+
+# -- with the commit log: every commit with its commit time ----------------------------------------
+
+
+def statuses_with_commits(
+    observations: list[tuple[int, int, int]], commits: list[tuple[int, int]], config: LagConfig
+) -> list[PartitionReport]:
+    """Feed (ts_s, committed, lag) observations and (ts_s, offset) commits in time order; a report per observation."""
+    thresholds = Thresholds.for_group(config, "g")
+    tracker = PartitionTracker()
+    events = sorted([(ts, 0, value) for ts, value in commits] + [(ts, 1, (c, lag)) for ts, c, lag in observations])
+    reports = []
+    for ts_s, is_observation, value in events:
+        if is_observation:
+            assert tracker.observe(ts_s * 1000, value[0], value[1], thresholds, PERIOD_MS)
+            reports.append(tracker.report(thresholds))
+        else:
+            assert tracker.commit(ts_s * 1000, value, thresholds)
+    return reports
+
+
+def test_a_rewind_undone_between_two_observations_is_rewind_even_when_caught_up():
+    reports = statuses_with_commits(
+        [(0, 1000, 200), (15, 1200, 0)], [(5, 1000), (7, 500), (9, 1000), (12, 1200)], LagConfig(window_s=60)
+    )
+    assert [r.status for r in reports] == ["OK", "REWIND"]
+    assert reports[-1].reason.startswith("REWIND: a commit went back from 1000 to 500 at 00:00:07")
+
+
+def test_commits_of_the_same_offset_every_2s_are_stall_and_stay_stall():
+    config = LagConfig(window_s=60)
+    commits = [(ts, 500) for ts in range(0, 301, 2)]
+    reports = statuses_with_commits([(ts, 500, 100) for ts in range(5, 301, 5)], commits, config)
+    assert [r.status for r in reports[2:]] == ["STALL"] * (len(reports) - 2)  # 6 s in: 3 commits, enough
+    assert reports[-1].reason.startswith("STALL: 30 commits of offset 500 in 58s while lag is 100")
+    # Without the commits (OffsetFetch only) the same consumer turns STOP after the window.
+    tracker, thresholds = PartitionTracker(), Thresholds.for_group(config, "g")
+    for ts in range(5, 301, 5):
+        tracker.observe(ts * 1000, 500, 100, thresholds, PERIOD_MS)
+    assert tracker.report(thresholds).status == "STOP"
+
+
+def test_a_consumer_that_stops_committing_is_stop_and_never_stall_on_the_way():
+    config = LagConfig(window_s=60)
+    commits = [(ts, 500 + ts) for ts in range(0, 31, 2)]  # moving, then silent after 30 s
+    reports = statuses_with_commits([(ts, 530, 100) for ts in range(35, 181, 5)], commits, config)
+    statuses = [r.status for r in reports]
+    assert "STALL" not in statuses
+    first_stop = statuses.index("STOP")
+    assert reports[first_stop].ts_ms == 95_000  # first observation more than 60 s after the commit at 30 s
+    assert set(statuses[first_stop:]) == {"STOP"} and set(statuses[:first_stop]) == {"OK"}
+    assert reports[-1].reason.startswith(
+        "STOP: no commit for 2m30s > window 1m (last commit at 00:00:30, committed offset 530, lag 100)"
+    )
+
+
+def test_commits_read_twice_or_late_are_placed_in_time_order():
+    thresholds = Thresholds.for_group(LagConfig(window_s=60), "g")
+    tracker = PartitionTracker()
+    assert tracker.commit(10_000, 5, thresholds)
+    assert not tracker.commit(10_000, 5, thresholds)  # the same commit read again
+    assert tracker.commit(4_000, 3, thresholds)  # late, still within the window
+    assert tracker.observe(100_000, 5, 1, thresholds, PERIOD_MS)
+    assert not tracker.commit(30_000, 4, thresholds)  # older than the window
+    assert (tracker.commit_ts, tracker.commit_offset) == ([10_000], [5])  # the newest is always kept
+    restored = PartitionTracker.from_state(tracker.to_state())
+    assert (restored.commit_ts, restored.commit_offset) == ([10_000], [5])
+    assert PartitionTracker.from_state(tracker.to_state()[:8]).commit_ts == []  # state saved before commits
