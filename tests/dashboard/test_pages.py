@@ -214,7 +214,7 @@ def test_sql_page_runs_a_read_and_refuses_a_write(known_lake: KnownLake) -> None
     at.text_area(key="sql_text").input("DELETE FROM group_status").run()
     at.button[0].click().run()
     assert [e.value for e in at.error] == [
-        "DELETE is not allowed: the SQL page is read-only (SELECT / WITH … SELECT only)."
+        "DELETE is not allowed: queries over the lake are read-only (SELECT / WITH … SELECT only)."
     ]
 
 
