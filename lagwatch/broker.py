@@ -15,6 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 from types import TracebackType
+from typing import Self
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,55 @@ def metadata_answers(bootstrap: str, timeout_s: float) -> bool:
         return False
 
 
-class EmbeddedBroker:
+class BrokerProcess:
+    """A broker process this program started: stopped by its PID, paused and resumed in fault tests.
+
+    Subclasses start the process in `start()` and keep it in `_process`; the stop, the pause
+    and the context manager are the same for every broker.
+    """
+
+    _process: subprocess.Popen[bytes] | None = None
+    #: How long a SIGTERM may take before the process is killed.
+    stop_timeout_s = 5.0
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(self.stop_timeout_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.info("%s (pid %d) stopped", type(self).__name__, process.pid)
+
+    def pause(self) -> None:
+        """SIGSTOP the broker (fault tests: a broker that hangs rather than dies)."""
+        if self._process:
+            self._process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self._process:
+            self._process.send_signal(signal.SIGCONT)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+class EmbeddedBroker(BrokerProcess):
     """Start tansu, wait until it serves metadata, stop it on exit (context manager)."""
 
     def __init__(self, port: int | None = None, log_path: str | os.PathLike[str] | None = None) -> None:
@@ -85,10 +134,6 @@ class EmbeddedBroker:
     @property
     def bootstrap_servers(self) -> str:
         return f"127.0.0.1:{self.port}"
-
-    @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process else None
 
     def start(self, timeout_s: float = 15.0) -> EmbeddedBroker:
         url = f"tcp://127.0.0.1:{self.port}"
@@ -118,32 +163,3 @@ class EmbeddedBroker:
             time.sleep(0.05)
         self.stop()
         raise BrokerError(f"tansu did not answer on {self.bootstrap_servers} within {timeout_s:.0f} s")
-
-    def stop(self, timeout_s: float = 5.0) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.info("broker tansu on port %d stopped", self.port)
-
-    def pause(self) -> None:
-        """SIGSTOP the broker (fault tests: a broker that hangs rather than dies)."""
-        if self._process:
-            self._process.send_signal(signal.SIGSTOP)
-
-    def resume(self) -> None:
-        if self._process:
-            self._process.send_signal(signal.SIGCONT)
-
-    def __enter__(self) -> EmbeddedBroker:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
