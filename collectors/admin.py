@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Collection
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -167,8 +168,9 @@ class AdminCollector:
         reader = self._usable_commit_log(metadata, cycle)
         listings = self._group_listings(cycle, listed)
         if reader is not None:
-            samples.extend(commit_samples(reader.drain(), make))
-            samples.extend(self._commit_log_offsets(cycle, reader, ends))
+            existing = metadata.topics.keys()
+            samples.extend(commit_samples([c for c in reader.drain() if c[1] in existing], make))
+            samples.extend(self._commit_log_offsets(cycle, reader, ends, existing))
         else:
             samples.extend(self._group_offsets(cycle, sorted(listings), ends))
         if self._commit_log is not None:
@@ -270,11 +272,16 @@ class AdminCollector:
             log.info("%s: the commit log reader is behind the log end; this cycle uses what it read", self.name)
 
     def _commit_log_offsets(
-        self, cycle: _Cycle, reader: CommitLogReader, ends: dict[tuple[str, int], int]
+        self, cycle: _Cycle, reader: CommitLogReader, ends: dict[tuple[str, int], int], existing: Collection[str]
     ) -> list[Sample]:
-        """committed_offset and consumer_lag per group-partition from the latest commits, no OffsetFetch."""
+        """committed_offset and consumer_lag per group-partition from the latest commits, no OffsetFetch.
+
+        Commits to a topic deleted since are left out, as OffsetFetch leaves them out: the log
+        keeps them until the group's offsets expire, but no consumer can act on them.
+        """
         samples: list[Sample] = []
-        for group_id, partitions in reader.committed().items():
+        for group_id, committed in reader.committed().items():
+            partitions = [tp for tp in committed if tp.topic in existing]
             samples.extend(
                 group_offset_samples(
                     group_id, partitions, ends, self._topic_allowed, cycle.ts, cycle.make, cycle.counts

@@ -101,7 +101,7 @@ def test_every_emitted_name_is_registered_and_every_registered_name_is_emitted(e
 
 @pytest.mark.slow
 def test_emitted_samples_match_their_registered_kind_source_and_labels(emitted: list[dict[str, Any]]) -> None:
-    assert {s["source"] for s in emitted} == {"admin", "jmx", "prom", "heartbeat"}
+    assert {s["source"] for s in emitted} == {"admin", "commitlog", "jmx", "prom", "heartbeat"}
     for sample in emitted:
         registered = vocabulary.metric(sample["metric"])
         assert sample["kind"] == registered.kind, sample
