@@ -148,7 +148,8 @@ def group_columns() -> dict[str, Any]:
         "max_time_lag_s": number("time lag (s)", format="%.1f"),
         "consume_rate": number("consume (records/s)", format="%.1f"),
         "produce_rate": number("produce (records/s)", format="%.1f"),
-        "eta_s": number("time to catch up (s)", format="%.0f"),
+        "eta_s": number("time to catch up (s)", format="%.0f", help="empty with lag > 0: not catching up"),
+        "rate_span_s": number("rates over (s)", format="%.0f", help="the span the rates and ETA are measured over"),
     }
 
 

@@ -118,6 +118,9 @@ class PartitionReport:
     time_lag_s: float | None
     time_lag_method: str
     eta_s: float | None
+    #: Seconds between the window's oldest and newest observation: the span the consume and
+    #: produce rates (and so the ETA) are measured over; 0 with a single observation.
+    rate_span_s: float
     status: str
     rule: str
     reason: str
@@ -459,6 +462,7 @@ class PartitionTracker:
             time_lag_s=time_lag.seconds,
             time_lag_method=time_lag.method,
             eta_s=eta_seconds(lag, consume_rate, produce_rate),
+            rate_span_s=span_ms / 1000.0,
             status=verdict.status,
             rule=verdict.rule,
             reason=f"{verdict.reason}; {time_lag.note}" if time_lag.note else verdict.reason,
@@ -466,7 +470,11 @@ class PartitionTracker:
 
 
 def eta_seconds(lag: int, consume_rate: float | None, produce_rate: float | None) -> float | None:
-    """Time to catch up at the current rates; None when the consumer is not gaining."""
+    """Time to catch up at the current rates: lag / (consume - produce).
+
+    None means "not catching up" (the consumer is not gaining, or there are no rates yet): it
+    must stay None all the way to the reader, never 0 nor an older window's value.
+    """
     if lag <= 0:
         return 0.0
     if consume_rate is None or produce_rate is None or consume_rate <= produce_rate:

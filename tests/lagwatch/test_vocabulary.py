@@ -190,7 +190,8 @@ def test_group_status_is_the_worst_partition_by_the_vocabulary_order() -> None:
     from spark_jobs.lag_status import PartitionReport, summarize_group
 
     def report(status: str) -> PartitionReport:
-        return PartitionReport(1, 10, 20, 10, 10, None, None, None, "unknown", None, status, status.lower(), status)
+        measured = (1, 10, 20, 10, 10, None, None, None, "unknown", None, 0.0)
+        return PartitionReport(*measured, status, status.lower(), status)
 
     worst = summarize_group([("t", 0, report("WARN")), ("t", 1, report("REWIND")), ("t", 2, report("OK"))])
     assert worst.status == "REWIND"

@@ -85,6 +85,7 @@ def test_steady_consumer_gets_interpolated_time_lag_rates_and_eta(emitted):
     assert row.consume_rate == pytest.approx(160 / 15, rel=1e-12)
     assert row.produce_rate == pytest.approx(10.0, rel=1e-12)
     assert row.eta_s == pytest.approx(90 / (160 / 15 - 10), rel=1e-12)
+    assert row.rate_span_s == 15.0  # the ETA's basis: rates over the 15 s between two observations
     assert (row.status, row.rule, row.reason) == ("OK", "ok", "OK: lag 90, no rule matched")
     assert row.window_start == dt.datetime(1970, 1, 1) and row.window_end == dt.datetime(1970, 1, 1, 0, 1)
     again = lag_row(second, "g1", 0)  # the same window, updated by the next batch

@@ -47,6 +47,7 @@ def test_steady_production_interpolates_time_lag_and_eta():
     assert report.consume_rate == pytest.approx(320 / 30, rel=1e-12)
     assert report.produce_rate == pytest.approx(10.0, rel=1e-12)
     assert report.eta_s == pytest.approx(80 / (320 / 30 - 10.0), rel=1e-12)
+    assert report.rate_span_s == 30.0
     assert (report.status, report.rule, report.reason) == ("OK", "ok", "OK: lag 80, no rule matched")
 
 
@@ -54,7 +55,7 @@ def test_too_short_history_is_unknown_with_reason():
     report = track([(0, 100, 50)])
     assert (report.time_lag_s, report.time_lag_method) == (None, "unknown")
     assert report.reason == "OK: lag 50, no rule matched; time lag unknown: 1 log-end point(s), need 2"
-    assert (report.consume_rate, report.produce_rate, report.eta_s) == (None, None, None)
+    assert (report.consume_rate, report.produce_rate, report.eta_s, report.rate_span_s) == (None, None, None, 0.0)
 
 
 def test_committed_offset_older_than_history_is_unknown():
@@ -255,3 +256,10 @@ def test_commits_read_twice_or_late_are_placed_in_time_order():
     restored = PartitionTracker.from_state(tracker.to_state())
     assert (restored.commit_ts, restored.commit_offset) == ([10_000], [5])
     assert PartitionTracker.from_state(tracker.to_state()[:8]).commit_ts == []  # state saved before commits
+
+
+def test_falling_behind_has_no_eta_not_zero():
+    # The producer adds 20 records/s, the consumer commits 10/s: lag grows, no time to catch up.
+    report = track([(0, 1000, 100), (15, 1150, 250), (30, 1300, 400)])
+    assert (report.consume_rate, report.produce_rate) == (10.0, 20.0)
+    assert (report.eta_s, report.rate_span_s) == (None, 30.0)
