@@ -22,7 +22,10 @@ NaN or inf. (No extrapolation from the produce rate: a guess would look like a m
 
 Status (Burrow's rules over the commit window; the first rule that matches wins). Rules 1, 4
 and 6 apply to a partition with commits from the commit log, rules 5 and 7 to one without
-(OffsetFetch only), the others to both:
+(OffsetFetch only), the others to both. A consumer owes a commit only once there is something
+to read: rules 4–7 count from the later of the last commit (or offset change) and the last
+observation with lag 0, so a group caught up on a quiet topic stays OK however long it has not
+committed, and is not STOP the moment a record lands after hours of silence:
 
 1. a commit went back below the commit before it, within the window → REWIND (`rewind`), even
    when caught up now: those records were read twice, however short-lived the rewind was.
@@ -226,10 +229,12 @@ def judge(
     time_lag_s: float | None,
     thresholds: Thresholds,
     commits: Commits = ((), ()),
+    caught_up_ms: int = -1,
 ) -> Verdict:
     """Burrow's rules plus per-group thresholds over one partition's commit window (module docstring).
 
-    ``commits`` are the commit log's (commit ts, offset) lists in time order, empty without it.
+    ``commits`` are the commit log's (commit ts, offset) lists in time order, empty without it;
+    ``caught_up_ms`` is the newest observation with lag 0 (-1: none), where rules 4–7 start counting.
     """
     now_ms, committed, lag = window_ts[-1], window_committed[-1], window_lag[-1]
     commit_ts, commit_offset = commits
@@ -253,9 +258,11 @@ def judge(
         )
     points = len(window_ts)
     verdict = (
-        _judge_commits(now_ms, lag, commit_ts, commit_offset, thresholds)
+        _judge_commits(now_ms, lag, commit_ts, commit_offset, thresholds, caught_up_ms)
         if commit_ts
-        else _judge_unchanged(now_ms, committed, lag, points, window_committed[0], committed_since_ms, thresholds)
+        else _judge_unchanged(
+            now_ms, committed, lag, window_ts, window_committed[0], committed_since_ms, thresholds, caught_up_ms
+        )
     )
     if verdict is not None:
         return verdict
@@ -294,19 +301,22 @@ def _judge_unchanged(
     now_ms: int,
     committed: int,
     lag: int,
-    points: int,
+    window_ts: Sequence[int],
     first_committed: int,
     committed_since_ms: int,
     thresholds: Thresholds,
+    caught_up_ms: int,
 ) -> Verdict | None:
     """Rules 5 and 7 (STOP, STALL by how long the offset stood still) for a partition with lag > 0."""
-    unchanged_s = (now_ms - committed_since_ms) / 1000.0
+    unchanged_s = (now_ms - max(committed_since_ms, caught_up_ms)) / 1000.0
+    points = len(window_ts) - bisect_right(window_ts, caught_up_ms)  # observations with lag since caught up
     if unchanged_s > thresholds.stop_after_s:
         return Verdict(
             "STOP",
             "stop",
-            f"STOP: no commit for {format_duration(unchanged_s)} > {thresholds.stop_after_name} "
-            f"{format_duration(thresholds.stop_after_s)} (committed offset {committed}, lag {lag})",
+            f"STOP: no commit for {format_duration(unchanged_s)}{_since_caught_up(committed_since_ms, caught_up_ms)} "
+            f"> {thresholds.stop_after_name} {format_duration(thresholds.stop_after_s)} "
+            f"(committed offset {committed}, lag {lag})",
         )
     if points >= thresholds.min_window_points and first_committed == committed:
         return Verdict(
@@ -318,19 +328,32 @@ def _judge_unchanged(
     return None
 
 
+def _since_caught_up(last_commit_ms: int, caught_up_ms: int) -> str:
+    """The reason's note when the silence is counted from the last caught-up observation."""
+    return f" since lag appeared (caught up at {_clock(caught_up_ms)})" if caught_up_ms > last_commit_ms else ""
+
+
 def _judge_commits(
-    now_ms: int, lag: int, commit_ts: Sequence[int], commit_offset: Sequence[int], thresholds: Thresholds
+    now_ms: int,
+    lag: int,
+    commit_ts: Sequence[int],
+    commit_offset: Sequence[int],
+    thresholds: Thresholds,
+    caught_up_ms: int,
 ) -> Verdict | None:
     """Rules 4 and 6 (STOP, STALL from commit timestamps) for a partition with lag > 0."""
-    silent_s = (now_ms - commit_ts[-1]) / 1000.0
+    silent_s = (now_ms - max(commit_ts[-1], caught_up_ms)) / 1000.0
     if silent_s > thresholds.stop_after_s:
         return Verdict(
             "STOP",
             "stop",
-            f"STOP: no commit for {format_duration(silent_s)} > {thresholds.stop_after_name} "
+            f"STOP: no commit for {format_duration(silent_s)}{_since_caught_up(commit_ts[-1], caught_up_ms)} "
+            f"> {thresholds.stop_after_name} "
             f"{format_duration(thresholds.stop_after_s)} (last commit at {_clock(commit_ts[-1])}, "
             f"committed offset {commit_offset[-1]}, lag {lag})",
         )
+    after = bisect_right(commit_ts, caught_up_ms)  # commits made while there was something to read
+    commit_ts, commit_offset = commit_ts[after:], commit_offset[after:]
     count = len(commit_ts)
     if count >= thresholds.min_window_points and all(offset == commit_offset[-1] for offset in commit_offset):
         longest_gap_ms = max(commit_ts[i] - commit_ts[i - 1] for i in range(1, count))
@@ -358,6 +381,8 @@ class PartitionTracker:
     period_lag_max: int = 0
     commit_ts: list[int] = field(default_factory=list)
     commit_offset: list[int] = field(default_factory=list)
+    #: The newest observation with lag 0 (-1: none yet): a commit is owed only after it.
+    caught_up_ms: int = -1
 
     def to_state(self) -> tuple[Any, ...]:
         """Plain tuple for pickling: C-speed, unlike a slots dataclass's Python-level __setstate__."""
@@ -372,11 +397,12 @@ class PartitionTracker:
             self.period_lag_max,
             self.commit_ts,
             self.commit_offset,
+            self.caught_up_ms,
         )
 
     @classmethod
     def from_state(cls, saved: tuple[Any, ...]) -> PartitionTracker:
-        return cls(*saved)  # state saved before commits were tracked has fewer fields: defaults
+        return cls(*saved)  # state saved before commits (or caught_up_ms) were tracked: defaults
 
     @property
     def last_seen_ms(self) -> int:
@@ -412,6 +438,8 @@ class PartitionTracker:
             return False
         if not self.window_committed or committed != self.window_committed[-1]:
             self.committed_since_ms = ts_ms
+        if lag <= 0:
+            self.caught_up_ms = ts_ms
         period_start = ts_ms - ts_ms % period_ms
         if period_start != self.period_start_ms:
             self.period_start_ms, self.period_lag_max = period_start, lag
@@ -450,6 +478,7 @@ class PartitionTracker:
             time_lag.seconds,
             thresholds,
             (self.commit_ts, self.commit_offset),
+            self.caught_up_ms,
         )
         return PartitionReport(
             ts_ms=now_ms,

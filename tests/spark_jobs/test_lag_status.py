@@ -263,3 +263,32 @@ def test_falling_behind_has_no_eta_not_zero():
     report = track([(0, 1000, 100), (15, 1150, 250), (30, 1300, 400)])
     assert (report.consume_rate, report.produce_rate) == (10.0, 20.0)
     assert (report.eta_s, report.rate_span_s) == (None, 30.0)
+
+
+def test_caught_up_on_a_quiet_topic_stays_ok_however_long_it_has_not_committed():
+    # One commit at 0 s, then two hours of 15 s cycles with no new record: never STOP or STALL.
+    config = LagConfig(window_s=60)
+    observations = [(ts, 300, 0) for ts in range(15, 7201, 15)]
+    with_log = statuses_with_commits(observations, [(0, 300)], config)
+    without_log = [track(observations[: i + 1], config) for i in (0, 3, len(observations) - 1)]
+    assert {(r.status, r.rule) for r in with_log + without_log} == {("OK", "caught_up")}
+
+
+@pytest.mark.parametrize("commit_log", [True, False])
+def test_a_record_landing_after_hours_of_quiet_is_not_stop_until_it_stays_unread(commit_log: bool):
+    # Auto-commit re-commits the caught-up offset every 5 s for an hour; then one record lands.
+    config = LagConfig(window_s=60)
+    quiet = [(ts, 300, 0) for ts in range(15, 3601, 15)]
+    unread = [(ts, 300, 1) for ts in range(3615, 3721, 15)]  # nobody reads it: no commit after 3595 s
+    commits = [(ts, 300) for ts in range(0, 3600, 5)] if commit_log else []
+    reports = statuses_with_commits(quiet + unread, commits, config)[len(quiet) :]
+    statuses = {r.ts_ms // 1000: r.status for r in reports}
+    # Not STALL from the old same-offset commits, not STOP from an hour without a new offset:
+    # the silence counts from 3600 s (caught up), so STOP once it passes the 60 s window.
+    before = {statuses[ts] for ts in (3615, 3630, 3645, 3660)}
+    # At worst lag rising 0 → 1; without commit timestamps, an offset unchanged for 3 cycles of lag is STALL.
+    assert before <= ({"OK", "WARN"} if commit_log else {"OK", "WARN", "STALL"})
+    assert {statuses[ts] for ts in (3675, 3690, 3705, 3720)} == {"STOP"}
+    assert reports[-1].reason.startswith(
+        "STOP: no commit for 2m since lag appeared (caught up at 01:00:00) > window 1m"
+    )
