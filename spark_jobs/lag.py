@@ -3,7 +3,8 @@
 Input: the admin collector's `committed_offset` and `consumer_lag` samples (source 'admin',
 labels group_id/topic/partition). The two samples of one partition from one collector cycle
 share a ts; paired, they give committed offset, lag and so the log-end offset at that moment
-(end = committed + lag, both read in the same cycle by the admin collector). `log_end_offset` samples are
+(end = committed + lag, both read in the same cycle by the admin collector). When a micro-batch
+ends between the two, the first half waits in its partition's state for the other (bounded). `log_end_offset` samples are
 per partition, not per group, and need no pairing: the end offset is already implied here.
 Where the collector reads the commit log, every commit also arrives as a `committed_offset`
 sample with source 'commitlog' and ts = its commit time: those are not observations but the
@@ -137,14 +138,21 @@ def split_commits(samples: pd.DataFrame) -> tuple[pd.DataFrame, Columns, pd.Data
 def pair_observations(samples: pd.DataFrame, labels: Columns | None = None) -> pd.DataFrame:
     """committed_offset + consumer_lag samples of the same partition and ts → one observation row.
 
-    A sample without its partner (the other one lost or not yet arrived) is not an
-    observation: lag must come from the same cycle as the committed offset. ``pkey`` (a hash
-    of cluster, group, topic, partition, computed by Spark) keeps this numeric: sorting and
-    comparing strings per sample cost more than the whole lag judgement.
+    A sample without its partner in this batch is not an observation yet: lag must come from
+    the same cycle as the committed offset (:func:`pair_across_batches` keeps it waiting).
+    ``pkey`` (a hash of cluster, group, topic, partition, computed by Spark) keeps this
+    numeric: sorting and comparing strings per sample cost more than the whole lag judgement.
     Result: one row per observation, sorted by (pkey, ts).
     """
+    return pair_in_batch(samples, labels)[0]
+
+
+def pair_in_batch(samples: pd.DataFrame, labels: Columns | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(observations as :func:`pair_observations` returns them, the unpaired halves: rows of
+    _PAIR_LABELS, ts, pkey, is_lag, value)."""
     if samples.empty:  # a batch of membership samples only
-        return pd.DataFrame({name: np.empty(0, object) for name in _PAIR_LABELS} | _EMPTY_MEASURES)
+        empty = pd.DataFrame({name: np.empty(0, object) for name in _PAIR_LABELS} | _EMPTY_MEASURES)
+        return empty, _halves(empty, np.empty(0, int), labels or {}, np.empty(0, bool))
     key = key_all = samples["pkey"].to_numpy(np.int64)
     ts = ts_all = samples["ts"].to_numpy(np.int64)
     if labels is None:
@@ -156,9 +164,9 @@ def pair_observations(samples: pd.DataFrame, labels: Columns | None = None) -> p
     last_of_kind = np.r_[~(same_next & (is_lag[1:] == is_lag[:-1])), True]  # duplicates: keep the last
     order, key, ts, is_lag = order[last_of_kind], key[last_of_kind], ts[last_of_kind], is_lag[last_of_kind]
     pair_start = np.flatnonzero((key[1:] == key[:-1]) & (ts[1:] == ts[:-1]) & ~is_lag[:-1] & is_lag[1:])
-    unpaired = len(order) - 2 * len(pair_start)
-    if unpaired:
-        log.debug("%d lag sample(s) without their same-cycle partner were skipped", unpaired)
+    in_pair = np.zeros(len(order), bool)
+    in_pair[pair_start], in_pair[pair_start + 1] = True, True
+    halves = _halves(samples, order[~in_pair], labels, is_lag[~in_pair])
     committed_rows, lag_rows = order[pair_start], order[pair_start + 1]
     values = samples["value"].to_numpy(np.float64)
     paired = pd.DataFrame({name: labels[name][committed_rows] for name in _PAIR_LABELS})
@@ -166,7 +174,41 @@ def pair_observations(samples: pd.DataFrame, labels: Columns | None = None) -> p
     paired["pkey"] = key_all[committed_rows]
     paired["committed"] = np.round(values[committed_rows]).astype(np.int64)
     paired["lag"] = np.round(np.clip(values[lag_rows], 0, None)).astype(np.int64)
-    return paired
+    return paired, halves
+
+
+def _halves(samples: pd.DataFrame, rows: np.ndarray, labels: Columns, is_lag: np.ndarray) -> pd.DataFrame:
+    halves = pd.DataFrame({name: labels[name][rows] if len(rows) else np.empty(0, object) for name in _PAIR_LABELS})
+    for name, dtype in (("ts", np.int64), ("pkey", np.int64), ("value", np.float64)):
+        halves[name] = samples[name].to_numpy(dtype)[rows] if len(rows) else np.empty(0, dtype)
+    halves["is_lag"] = is_lag
+    return halves
+
+
+def pair_across_batches(
+    observations: pd.DataFrame, halves: pd.DataFrame, groups: dict[tuple[str, str], GroupTracks], keep_ms: int
+) -> pd.DataFrame:
+    """Pair this batch's unpaired halves with halves waiting in their partition's state; keep the rest waiting.
+
+    Why: a micro-batch boundary (max_rows_per_batch) can fall between the two samples of one
+    collector cycle; dropping them lost that cycle's observation.
+    """
+    late = []
+    for cluster, group, topic, partition, ts, pkey, value, is_lag in halves[
+        [*_PAIR_LABELS, "ts", "pkey", "value", "is_lag"]
+    ].itertuples(index=False):
+        track = groups.setdefault((cluster, group), {}).setdefault((topic, int(partition)), PartitionTracker())
+        partner = track.take_half(ts, not is_lag)
+        if partner is None:
+            track.wait_half(ts, bool(is_lag), value, keep_ms)
+            continue
+        committed, lag = (partner, value) if is_lag else (value, partner)
+        late.append((cluster, group, topic, partition, ts, pkey, round(committed), max(round(lag), 0)))
+    if not late:
+        return observations
+    late_rows = pd.DataFrame(late, columns=[*_PAIR_LABELS, "ts", "pkey", "committed", "lag"])
+    both = pd.concat([observations, late_rows], ignore_index=True)
+    return both.sort_values(["pkey", "ts"], kind="stable", ignore_index=True)
 
 
 def update_lag(
@@ -182,7 +224,8 @@ def update_lag(
     keep_ms = max(int(lag_config.window_s * 1000), PERIOD_MS)
     readings = membership.fold_readings(samples[~is_offset], memberships, keep_ms)
     cycle_samples, cycle_labels, commit_rows = split_commits(samples[is_offset])
-    observations = pair_observations(cycle_samples, cycle_labels)
+    observations, halves = pair_in_batch(cycle_samples, cycle_labels)
+    observations = pair_across_batches(observations, halves, groups, keep_ms)
     commits = _commits_by_partition(commit_rows)
     keys = ["cluster", "group_id", "topic", "partition"]
     codes = observations["pkey"].to_numpy(np.int64)
@@ -345,7 +388,7 @@ def _group_row(
     summary = summarize_group(
         (topic, partition, fresh_reports.get((*group_key, topic, partition)) or track.report(thresholds))
         for (topic, partition), track in tracks.items()
-        if track.last_ts_ms >= recent_ms
+        if track.window_ts and track.last_ts_ms >= recent_ms  # only commits or waiting halves: no report yet
     )
     state, members = owned.group_at(newest, readings, group_key) if owned is not None else (None, None)
     return (

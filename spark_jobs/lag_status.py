@@ -367,6 +367,10 @@ def _judge_commits(
     return None
 
 
+#: Halves of observations a partition keeps waiting for their partner (a few cycles' worth).
+MAX_WAITING_HALVES = 8
+
+
 @dataclass(slots=True)
 class PartitionTracker:
     """Streaming state of one group-partition; pickled into the Spark state store."""
@@ -383,6 +387,9 @@ class PartitionTracker:
     commit_offset: list[int] = field(default_factory=list)
     #: The newest observation with lag 0 (-1: none yet): a commit is owed only after it.
     caught_up_ms: int = -1
+    #: Halves of a cycle's observation whose partner is in a later micro-batch:
+    #: (ts, is_lag, value), at most MAX_WAITING_HALVES, none older than the lag window.
+    waiting_halves: list[tuple[int, bool, float]] = field(default_factory=list)
 
     def to_state(self) -> tuple[Any, ...]:
         """Plain tuple for pickling: C-speed, unlike a slots dataclass's Python-level __setstate__."""
@@ -398,6 +405,7 @@ class PartitionTracker:
             self.commit_ts,
             self.commit_offset,
             self.caught_up_ms,
+            self.waiting_halves,
         )
 
     @classmethod
@@ -407,7 +415,23 @@ class PartitionTracker:
     @property
     def last_seen_ms(self) -> int:
         """Newest observation or commit: what keeps the partition in the state."""
-        return max(self.last_ts_ms, self.commit_ts[-1] if self.commit_ts else -1)
+        waiting = max((half[0] for half in self.waiting_halves), default=-1)
+        return max(self.last_ts_ms, self.commit_ts[-1] if self.commit_ts else -1, waiting)
+
+    def take_half(self, ts_ms: int, is_lag: bool) -> float | None:
+        """The waiting half of kind `is_lag` from the cycle at ts_ms (removed), or None."""
+        for i, (waiting_ts, waiting_is_lag, value) in enumerate(self.waiting_halves):
+            if waiting_ts == ts_ms and waiting_is_lag == is_lag:
+                del self.waiting_halves[i]
+                return value
+        return None
+
+    def wait_half(self, ts_ms: int, is_lag: bool, value: float, keep_ms: int) -> None:
+        """Keep a half until its partner arrives (bounded: newest MAX_WAITING_HALVES within keep_ms)."""
+        if ts_ms <= self.last_ts_ms:  # that cycle is observed already, or too late to observe
+            return
+        kept = [half for half in self.waiting_halves if half[0] > ts_ms - keep_ms and half[:2] != (ts_ms, is_lag)]
+        self.waiting_halves = sorted([*kept, (ts_ms, is_lag, value)])[-MAX_WAITING_HALVES:]
 
     def commit(self, ts_ms: int, offset: int, thresholds: Thresholds) -> bool:
         """Take one commit from the commit log, in or out of time order; False for a duplicate

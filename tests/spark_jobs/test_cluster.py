@@ -88,7 +88,8 @@ def produce(servers: str, topic: str, samples: list[Sample]) -> int:
     """Keyed, batched produce (one entity's samples stay in order on one partition), all of it
     sent by the final flush: each partition's share arrives in one request, which the broker
     appends at once, so a micro-batch never ends between a committed_offset sample and the
-    consumer_lag sample of the same cycle (lag.pair_observations pairs them within a batch)."""
+    consumer_lag sample of the same cycle (a split pair waits in the state for its partner, but the
+    test keeps batches whole)."""
     producer = Producer({"bootstrap.servers": servers, "linger.ms": 5000, "acks": "all"})
     for index, sample in enumerate(samples):
         producer.produce(topic, value=sample.to_json(), key=sample.key())

@@ -9,6 +9,7 @@ import pytest
 
 from lagwatch.config import ConfigError, LagConfig, parse_config
 from spark_jobs.lag_status import (
+    MAX_WAITING_HALVES,
     PartitionReport,
     PartitionTracker,
     Thresholds,
@@ -292,3 +293,16 @@ def test_a_record_landing_after_hours_of_quiet_is_not_stop_until_it_stays_unread
     assert reports[-1].reason.startswith(
         "STOP: no commit for 2m since lag appeared (caught up at 01:00:00) > window 1m"
     )
+
+
+def test_a_half_observation_waits_for_its_partner_bounded():
+    tracker = PartitionTracker()
+    for ts in range(1, 21):  # 20 committed halves whose lag never comes
+        tracker.wait_half(ts * 1000, False, 100.0 + ts, keep_ms=60_000)
+    assert len(tracker.waiting_halves) == MAX_WAITING_HALVES
+    assert tracker.take_half(20_000, True) is None  # wrong kind
+    assert tracker.take_half(20_000, False) == 120.0 and tracker.take_half(20_000, False) is None
+    tracker.wait_half(200_000, True, 5.0, keep_ms=60_000)  # older halves fall out of the window
+    assert tracker.waiting_halves == [(200_000, True, 5.0)]
+    assert PartitionTracker.from_state(tracker.to_state()).waiting_halves == [(200_000, True, 5.0)]
+    assert tracker.last_seen_ms == 200_000  # a waiting half keeps the partition in the state
