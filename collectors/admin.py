@@ -47,6 +47,7 @@ from collectors.admin_samples import (
     LagCounts,
     NameFilter,
     cluster_samples,
+    group_log_start_samples,
     group_offset_samples,
     group_state_samples,
     partition_offset_samples,
@@ -168,9 +169,11 @@ class AdminCollector:
         listings = self._group_listings(cycle, listed)
         if reader is not None:
             samples.extend(commit_samples(reader.drain(), make))
-            samples.extend(self._commit_log_offsets(cycle, reader, ends))
+            offsets = self._commit_log_offsets(cycle, reader, ends)
         else:
-            samples.extend(self._group_offsets(cycle, sorted(listings), ends))
+            offsets = self._group_offsets(cycle, sorted(listings), ends)
+        samples.extend(offsets)
+        samples.extend(group_log_start_samples(offsets, starts, ts, make))
         if self._commit_log is not None:
             samples.append(in_use_sample(ts, make, reader is not None))
         samples.extend(self._group_states(cycle, listings))

@@ -271,8 +271,8 @@ FROM per_window GROUP BY ALL ORDER BY time, topic_partition
 
 #: Each partition's newest row in the latest slice: its lag and status and the member owning it.
 SQL_GROUP_OWNERS = f"""
-SELECT topic, partition, lag, status, owner_client_id, owner_host, owner_member_id, owner_changes,
-       window_start AS minute
+SELECT topic, partition, lag, status, retention_margin, retention_margin_s,
+       owner_client_id, owner_host, owner_member_id, owner_changes, window_start AS minute
 FROM lag_1m WHERE {_IN_LATEST} AND group_id = $group
 QUALIFY row_number() OVER (PARTITION BY topic, partition ORDER BY window_start DESC) = 1
 ORDER BY lag DESC, topic, partition

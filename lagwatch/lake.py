@@ -92,7 +92,12 @@ TABLES: dict[str, Table] = {
                 #: The ETA's basis: seconds of the lag window that consume_rate and produce_rate
                 #: (so eta_s) are measured over (NULL in rows written before the column existed).
                 ("rate_span_s", "DOUBLE"),
-                ("status", "VARCHAR"),  # OK | WARN | STALL | STOP | REWIND | ERR
+                #: Records between the log start and the committed offset (negative: that many
+                #: deleted unread, status LOSS) and those records in seconds at the produce rate
+                #: (0 once passed; NULL without a log start reading or a produce rate).
+                ("retention_margin", "BIGINT"),
+                ("retention_margin_s", "DOUBLE"),
+                ("status", "VARCHAR"),  # lagwatch/vocabulary.py STATUSES
                 ("reason", "VARCHAR"),
                 ("rule", "VARCHAR"),  # the lag_status rule behind status (caught_up, stop, stall, …)
                 #: The group member owning the partition in the collector cycle of the newest

@@ -4,8 +4,11 @@ Input: the admin collector's `committed_offset` and `consumer_lag` samples (sour
 labels group_id/topic/partition). The two samples of one partition from one collector cycle
 share a ts; paired, they give committed offset, lag and so the log-end offset at that moment
 (end = committed + lag, both read in the same cycle by the admin collector). When a micro-batch
-ends between the two, the first half waits in its partition's state for the other (bounded). `log_end_offset` samples are
-per partition, not per group, and need no pairing: the end offset is already implied here.
+ends between the two, the first half waits in its partition's state for the other (bounded).
+`log_end_offset` samples are per partition, not per group, and need no pairing: the end offset
+is already implied here. The log start comes per group too (`group_log_start_offset`, read in
+the cycle of the committed offset): each partition keeps its newest one, for LOSS and the
+retention margin.
 Where the collector reads the commit log, every commit also arrives as a `committed_offset`
 sample with source 'commitlog' and ts = its commit time: those are not observations but the
 partition's commits (``PartitionTracker.commit``), folded in time order with the observations.
@@ -46,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from lagwatch.config import LagConfig
+from lagwatch.vocabulary import GROUP_LOG_START_METRIC
 from spark_jobs import membership
 from spark_jobs.lag_status import PartitionReport, PartitionTracker, Thresholds, summarize_group
 from spark_jobs.windows import Columns, series_labels
@@ -53,7 +57,7 @@ from spark_jobs.windows import Columns, series_labels
 log = logging.getLogger(__name__)
 
 PERIOD_MS = 60_000
-LAG_METRICS = ("committed_offset", "consumer_lag")
+LAG_METRICS = ("committed_offset", "consumer_lag", GROUP_LOG_START_METRIC)
 #: Sources of lag samples: the cycle's observations, and the commit log's commits.
 OBSERVATION_SOURCE, COMMIT_SOURCE = "admin", "commitlog"
 LAG_SOURCES = (OBSERVATION_SOURCE, COMMIT_SOURCE)
@@ -75,6 +79,8 @@ LAG_1M_COLUMNS: tuple[str, ...] = (
     "time_lag_method",
     "eta_s",
     "rate_span_s",
+    "retention_margin",
+    "retention_margin_s",
     "status",
     "reason",
     "rule",
@@ -220,13 +226,15 @@ def update_lag(
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Fold a batch into the groups' trackers and membership (in place); return (lag_1m, group_status) columns."""
     metric = series_labels(samples["series_key"].to_numpy(), ("metric",))["metric"]
-    is_offset = np.isin(metric, LAG_METRICS)
+    is_start = metric == GROUP_LOG_START_METRIC
+    is_offset = np.isin(metric, LAG_METRICS) & ~is_start
     keep_ms = max(int(lag_config.window_s * 1000), PERIOD_MS)
     readings = membership.fold_readings(samples[~is_offset], memberships, keep_ms)
     cycle_samples, cycle_labels, commit_rows = split_commits(samples[is_offset])
     observations, halves = pair_in_batch(cycle_samples, cycle_labels)
     observations = pair_across_batches(observations, halves, groups, keep_ms)
     commits = _commits_by_partition(commit_rows)
+    _fold_log_starts(samples[is_start], groups)
     keys = ["cluster", "group_id", "topic", "partition"]
     codes = observations["pkey"].to_numpy(np.int64)
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.empty(0, int)
@@ -306,6 +314,17 @@ def _columns(rows: list[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, n
     return {name: np.array(values, dtype=object) for name, values in zip(names, zip(*rows, strict=True), strict=True)}
 
 
+def _fold_log_starts(samples: pd.DataFrame, groups: dict[tuple[str, str], GroupTracks]) -> None:
+    """Each partition keeps its newest log start (before the batch's observations are judged)."""
+    if samples.empty:
+        return
+    labels = series_labels(samples["series_key"].to_numpy(), _PAIR_LABELS)
+    columns = (*(labels[name] for name in _PAIR_LABELS), samples["ts"].to_numpy(np.int64), samples["value"].to_numpy())
+    for cluster, group, topic, partition, ts, start in zip(*columns, strict=True):
+        track = groups.setdefault((cluster, group), {}).setdefault((topic, int(partition)), PartitionTracker())
+        track.see_log_start(int(ts), round(start))
+
+
 def _commits_by_partition(rows: pd.DataFrame) -> dict[tuple[str, str, str, int], list[tuple[int, int]]]:
     """(cluster, group, topic, partition) → its commits (ts, offset) in time order."""
     commits: dict[tuple[str, str, str, int], list[tuple[int, int]]] = {}
@@ -362,6 +381,8 @@ def _partition_row(group_key: tuple[str, str], where: tuple[str, int], report: P
         report.time_lag_method,
         report.eta_s,
         report.rate_span_s,
+        report.retention_margin,
+        report.retention_margin_s,
         report.status,
         report.reason,
         report.rule,

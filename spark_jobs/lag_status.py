@@ -27,6 +27,8 @@ to read: rules 4–7 count from the later of the last commit (or offset change) 
 observation with lag 0, so a group caught up on a quiet topic stays OK however long it has not
 committed, and is not STOP the moment a record lands after hours of silence:
 
+0. the committed offset is below the partition's newest log start → LOSS (`loss`): "LOSS: 150
+   records deleted unread (committed offset 30 < log start 180)"; nothing else matters then.
 1. a commit went back below the commit before it, within the window → REWIND (`rewind`), even
    when caught up now: those records were read twice, however short-lived the rewind was.
 2. lag 0 at the newest observation → OK (`caught_up`).
@@ -124,6 +126,10 @@ class PartitionReport:
     #: Seconds between the window's oldest and newest observation: the span the consume and
     #: produce rates (and so the ETA) are measured over; 0 with a single observation.
     rate_span_s: float
+    #: Records between the partition's log start and the committed offset (negative: deleted
+    #: unread), and those records at the produce rate in seconds; None without a log start.
+    retention_margin: int | None
+    retention_margin_s: float | None
     status: str
     rule: str
     reason: str
@@ -230,13 +236,22 @@ def judge(
     thresholds: Thresholds,
     commits: Commits = ((), ()),
     caught_up_ms: int = -1,
+    log_start: int | None = None,
 ) -> Verdict:
     """Burrow's rules plus per-group thresholds over one partition's commit window (module docstring).
 
     ``commits`` are the commit log's (commit ts, offset) lists in time order, empty without it;
-    ``caught_up_ms`` is the newest observation with lag 0 (-1: none), where rules 4–7 start counting.
+    ``caught_up_ms`` is the newest observation with lag 0 (-1: none), where rules 4–7 start counting;
+    ``log_start`` the partition's newest log start offset (None: not read).
     """
     now_ms, committed, lag = window_ts[-1], window_committed[-1], window_lag[-1]
+    if log_start is not None and committed < log_start:
+        return Verdict(
+            "LOSS",
+            "loss",
+            f"LOSS: {log_start - committed} records deleted unread (committed offset {committed} "
+            f"< log start {log_start})",
+        )
     commit_ts, commit_offset = commits
     back = _went_back(commit_offset)
     if back:
@@ -390,6 +405,9 @@ class PartitionTracker:
     #: Halves of a cycle's observation whose partner is in a later micro-batch:
     #: (ts, is_lag, value), at most MAX_WAITING_HALVES, none older than the lag window.
     waiting_halves: list[tuple[int, bool, float]] = field(default_factory=list)
+    #: The newest log start offset read for the partition, and when (-1: none yet).
+    log_start_ts_ms: int = -1
+    log_start_offset: int = -1
 
     def to_state(self) -> tuple[Any, ...]:
         """Plain tuple for pickling: C-speed, unlike a slots dataclass's Python-level __setstate__."""
@@ -406,6 +424,8 @@ class PartitionTracker:
             self.commit_offset,
             self.caught_up_ms,
             self.waiting_halves,
+            self.log_start_ts_ms,
+            self.log_start_offset,
         )
 
     @classmethod
@@ -417,6 +437,11 @@ class PartitionTracker:
         """Newest observation or commit: what keeps the partition in the state."""
         waiting = max((half[0] for half in self.waiting_halves), default=-1)
         return max(self.last_ts_ms, self.commit_ts[-1] if self.commit_ts else -1, waiting)
+
+    def see_log_start(self, ts_ms: int, offset: int) -> None:
+        """Keep the newest log start offset (older readings, read late, are ignored)."""
+        if ts_ms > self.log_start_ts_ms:
+            self.log_start_ts_ms, self.log_start_offset = ts_ms, offset
 
     def take_half(self, ts_ms: int, is_lag: bool) -> float | None:
         """The waiting half of kind `is_lag` from the cycle at ts_ms (removed), or None."""
@@ -494,6 +519,7 @@ class PartitionTracker:
         time_lag = interpolate_time_lag(
             self.history_ts, self.history_end, committed, lag, now_ms, thresholds.min_history_points
         )
+        log_start = self.log_start_offset if self.log_start_ts_ms >= 0 else None
         verdict = judge(
             self.window_ts,
             self.window_committed,
@@ -503,7 +529,9 @@ class PartitionTracker:
             thresholds,
             (self.commit_ts, self.commit_offset),
             self.caught_up_ms,
+            log_start,
         )
+        margin = None if log_start is None else committed - log_start
         return PartitionReport(
             ts_ms=now_ms,
             committed_offset=committed,
@@ -516,10 +544,24 @@ class PartitionTracker:
             time_lag_method=time_lag.method,
             eta_s=eta_seconds(lag, consume_rate, produce_rate),
             rate_span_s=span_ms / 1000.0,
+            retention_margin=margin,
+            retention_margin_s=retention_seconds(margin, produce_rate),
             status=verdict.status,
             rule=verdict.rule,
             reason=f"{verdict.reason}; {time_lag.note}" if time_lag.note else verdict.reason,
         )
+
+
+def retention_seconds(margin: int | None, produce_rate: float | None) -> float | None:
+    """Seconds until retention reaches the committed offset, if the log start moves at the produce
+    rate (retention deletes about what is produced); 0 once passed, None without a rate."""
+    if margin is None:
+        return None
+    if margin <= 0:
+        return 0.0
+    if produce_rate is None or produce_rate <= 0:
+        return None
+    return margin / produce_rate
 
 
 def eta_seconds(lag: int, consume_rate: float | None, produce_rate: float | None) -> float | None:

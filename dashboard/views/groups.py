@@ -36,6 +36,8 @@ OWNER_COLUMNS = [
     "partition",
     "lag",
     "status",
+    "retention_margin",
+    "retention_margin_s",
     "owner_client_id",
     "owner_host",
     "owner_member_id",

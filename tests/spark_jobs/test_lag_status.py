@@ -306,3 +306,21 @@ def test_a_half_observation_waits_for_its_partner_bounded():
     assert tracker.waiting_halves == [(200_000, True, 5.0)]
     assert PartitionTracker.from_state(tracker.to_state()).waiting_halves == [(200_000, True, 5.0)]
     assert tracker.last_seen_ms == 200_000  # a waiting half keeps the partition in the state
+
+
+def test_committed_offset_below_the_log_start_is_loss_with_the_records_deleted_unread():
+    thresholds = Thresholds.for_group(LagConfig(window_s=60), "g")
+    tracker = PartitionTracker()
+    tracker.see_log_start(15_000, 100)
+    tracker.observe(0, 120, 80, thresholds, PERIOD_MS)
+    tracker.observe(15_000, 150, 60, thresholds, PERIOD_MS)  # ends 200 → 210: 10 records in 15 s
+    report = tracker.report(thresholds)
+    assert (report.status, report.retention_margin, report.retention_margin_s) == ("OK", 50, 75.0)
+    tracker.see_log_start(10_000, 500)  # an older reading, read late: ignored
+    tracker.see_log_start(30_000, 180)
+    tracker.observe(30_000, 150, 90, thresholds, PERIOD_MS)
+    report = tracker.report(thresholds)
+    assert (report.status, report.rule) == ("LOSS", "loss")
+    assert report.reason.startswith("LOSS: 30 records deleted unread (committed offset 150 < log start 180)")
+    assert (report.retention_margin, report.retention_margin_s) == (-30, 0.0)
+    assert PartitionTracker.from_state(tracker.to_state()).log_start_offset == 180

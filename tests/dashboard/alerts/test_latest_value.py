@@ -34,3 +34,25 @@ def test_a_null_newest_value_is_not_replaced_by_an_older_one(alert_config) -> No
     finally:
         evaluator.close()
     assert found == {("1", 900.0)}
+
+
+def test_the_default_retention_rule_fires_under_its_margin(tmp_path) -> None:
+    from lagwatch.config import parse_config
+
+    config = parse_config(
+        {"lake": {"path": str(tmp_path / "lake"), "duckdb_path": str(tmp_path / "l.duckdb")}}, environ={}
+    )
+    rules = [r for r in compile_rules(config.alerts) if r.name == "RetentionMarginLow"]
+    now = time.time()
+    row = {"cluster": config.cluster.name, "group_id": "g", "topic": "t", "window_start": lake_rows.at(now - now % 60)}
+    lake_rows.write(
+        config.lake.path,
+        "lag_1m",
+        [{**row, "partition": 0, "retention_margin_s": 600.0}, {**row, "partition": 1, "retention_margin_s": 7200.0}],
+    )
+    evaluator = Evaluator(config, rules)
+    try:
+        found = {(c.labels["partition"], c.value) for c in evaluator.evaluate(now)}
+    finally:
+        evaluator.close()
+    assert found == {("0", 600.0)}
