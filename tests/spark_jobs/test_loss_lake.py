@@ -10,25 +10,19 @@ retention margin is the 7 records between the log start and its commit.
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
-from collectors.admin import AdminCollector
-from collectors.coordinator import AllTargets
-from collectors.publisher import SamplePublisher
-from collectors.runner import CollectLoop
 from lagwatch import lake as lakelib
 from lagwatch.config import Config
-from lagwatch.kafka import ensure_topic, transport_client_config
-from spark_jobs import job
 from tests.collectors.group_members import wait_for
 from tests.collectors.test_admin import RETENTION_BATCH, RETENTION_BATCHES, RETENTION_TOPIC_CONFIG, earliest_offset
 from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.fixtures.real_kafka import RealKafkaBroker
+from tests.spark_jobs.lake_workload import collect_then_roll_up, workload_config
 
 LOSSY_COMMIT, KEPT_AFTER = 30, 7
 
@@ -57,18 +51,8 @@ def test_loss_counts_the_records_the_broker_deleted_unread(
     kafka.commit(safe, topic, {0: produced + KEPT_AFTER})
     deleted_unread = earliest_offset(admin, topic, 0) - LOSSY_COMMIT
 
-    config = make_config(collect={"interval_s": 3, "timeout_s": 2, "groups_allow": [f"^{prefix}-"]})
-    ensure_topic(transport_client_config(config), config.transport.samples_topic, config.transport.samples_partitions)
-    collector = AdminCollector(config)
-    publisher = SamplePublisher(config)
-    loop = CollectLoop(config, [collector], publisher, AllTargets([collector.name]), "test-instance")
-    try:
-        assert loop.cycle().failed == []
-    finally:
-        loop.close()
-        assert publisher.close() == 0
-    assert job.run(config, argparse.Namespace(available_now=True)) == 0
-
+    config = workload_config(make_config, prefix, 3, {})
+    collect_then_roll_up(config, 1)
     con = lakelib.connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
     try:
         rows = con.execute(

@@ -10,21 +10,14 @@ every 3 s for about 15 s, with a stop limit of 8 s:
 
 from __future__ import annotations
 
-import argparse
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from collectors.admin import AdminCollector
-from collectors.coordinator import AllTargets
-from collectors.publisher import SamplePublisher
-from collectors.runner import CollectLoop
 from lagwatch.config import Config
-from lagwatch.kafka import ensure_topic, transport_client_config
-from spark_jobs import job
 from tests.fixtures.kafka_workload import KafkaWorkload
+from tests.spark_jobs.lake_workload import collect_then_roll_up, workload_config
 from tests.spark_jobs.test_commit_log_lake import newest_rows
 
 STOP_AFTER_S = 8
@@ -40,28 +33,12 @@ def test_a_caught_up_group_on_a_quiet_topic_stays_ok_while_a_lagging_one_stops(
     topic, quiet, dead = (f"{prefix}-{name}" for name in ("topic", "quiet", "dead"))
     kafka.create_topic(topic, 1)
     kafka.produce(topic, {0: 200})
-    limits = {"stop_after_s": STOP_AFTER_S}
-    config = make_config(
-        collect={"interval_s": INTERVAL_S, "timeout_s": 2, "describe_groups": False, "groups_allow": [f"^{prefix}-"]},
-        lag={"window_s": 60, "min_window_points": 3, "group_thresholds": {quiet: limits, dead: limits}},
+    config = workload_config(
+        make_config, prefix, INTERVAL_S, {quiet: STOP_AFTER_S, dead: STOP_AFTER_S}, window_s=60, min_window_points=3
     )
-    transport = transport_client_config(config)
-    ensure_topic(transport, config.transport.samples_topic, config.transport.samples_partitions)
     kafka.commit(quiet, topic, {0: 200})
     kafka.commit(dead, topic, {0: 50})
-    collector = AdminCollector(config)
-    publisher = SamplePublisher(config)
-    loop = CollectLoop(config, [collector], publisher, AllTargets([collector.name]), "test-instance")
-    try:
-        for cycle in range(CYCLES):
-            if cycle:
-                time.sleep(INTERVAL_S)  # lets the silence grow past the stop limit; nothing here is timed
-            assert loop.cycle().failed == []
-    finally:
-        loop.close()
-        assert publisher.close() == 0
-
-    assert job.run(config, argparse.Namespace(available_now=True)) == 0
+    collect_then_roll_up(config, CYCLES)  # the silence grows past the stop limit
 
     for table in ("lag_1m", "group_status"):
         newest = newest_rows(config, table, [quiet, dead])
