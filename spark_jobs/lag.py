@@ -226,10 +226,10 @@ def update_lag(
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Fold a batch into the groups' trackers and membership (in place); return (lag_1m, group_status) columns."""
     metric = series_labels(samples["series_key"].to_numpy(), ("metric",))["metric"]
-    is_start = metric == GROUP_LOG_START_METRIC
+    is_start = metric == GROUP_LOG_START_METRIC  # per partition state, not a membership reading
     is_offset = np.isin(metric, LAG_METRICS) & ~is_start
     keep_ms = max(int(lag_config.window_s * 1000), PERIOD_MS)
-    readings = membership.fold_readings(samples[~is_offset], memberships, keep_ms)
+    readings = membership.fold_readings(samples[~(is_offset | is_start)], memberships, keep_ms)
     cycle_samples, cycle_labels, commit_rows = split_commits(samples[is_offset])
     observations, halves = pair_in_batch(cycle_samples, cycle_labels)
     observations = pair_across_batches(observations, halves, groups, keep_ms)
