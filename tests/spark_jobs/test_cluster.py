@@ -255,9 +255,9 @@ def cluster_runs(
     2. `--available-now` on the cluster (a fresh Worker in the killed one's place).
     3. `--available-now` on `local[2]`: the recomputation.
 
-    Runs 2 and 3 read the topic in one batch each. A cap that splits the topic would end
-    batches between the two samples of a lag pair, which the job drops as unpaired: both runs
-    would lose the same observations, and the continuous run others.
+    Runs 2 and 3 read the topic in one batch each. A cap that splits the topic could end
+    batches between the two samples of a lag pair; the first half then waits in the state for
+    its partner, but the runs' batch boundaries (and so their group_status rows) would differ.
     """
     tmp = tmp_path_factory.mktemp("cluster-runs")
     servers, topic = broker.bootstrap_servers, f"cluster-{tmp.name}"
