@@ -65,7 +65,7 @@ QUALIFY row_number() OVER (PARTITION BY cluster, group_id ORDER BY updated_at DE
 """
 
 _TOPIC_OFFSETS_SQL = """
-SELECT cluster, topic, partition, arg_max("last", window_start) AS end_offset
+SELECT cluster, topic, partition, arg_max_null("last", window_start) AS end_offset
 FROM metrics_1m
 WHERE window_start >= $since AND window_start <= $until AND metric = 'log_end_offset' AND source = 'admin'
   AND topic IS NOT NULL AND partition IS NOT NULL
@@ -73,7 +73,8 @@ GROUP BY ALL
 """
 
 _BROKERS_SQL = f"""
-SELECT cluster, metric, broker, arg_max("last", window_start) AS value, arg_max(rate_per_s, window_start) AS rate
+SELECT cluster, metric, broker, arg_max_null("last", window_start) AS value,
+       arg_max_null(rate_per_s, window_start) AS rate
 FROM metrics_1m
 WHERE window_start >= $since AND window_start <= $until AND source IN ('jmx', 'prom')
   AND broker IS NOT NULL AND topic IS NULL AND metric IN {BROKER_METRICS}
@@ -81,7 +82,7 @@ GROUP BY ALL
 """
 
 _PIPELINE_SQL = """
-SELECT cluster, query, arg_max(freshness_s, ts) AS freshness_s, max(ts) AS ts
+SELECT cluster, query, arg_max_null(freshness_s, ts) AS freshness_s, max(ts) AS ts
 FROM pipeline_progress_since($recent) WHERE ts <= $until
 GROUP BY ALL
 """

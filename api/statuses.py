@@ -5,6 +5,7 @@ OK, WARN, STOP, STALL, REWIND; its group status is the worst partition status, w
 partition status above WARN reported as ERR (Burrow's evaluator does exactly this).
 Lagwatch's ERR has no partition status of its own in Burrow; it reads as STOP, the status
 Burrow gives a consumer that is not consuming, so a Burrow alert on the group's ERR still fires.
+LOSS (records deleted unread) has no Burrow status either and reads as STOP for the same reason.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ BURROW_PARTITION_STATUS: dict[str, str] = {
     "STALL": "STALL",
     "STOP": "STOP",
     "ERR": "STOP",
+    "LOSS": "STOP",
 }
 
 

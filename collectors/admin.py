@@ -48,6 +48,7 @@ from collectors.admin_samples import (
     LagCounts,
     NameFilter,
     cluster_samples,
+    group_log_start_samples,
     group_offset_samples,
     group_state_samples,
     partition_offset_samples,
@@ -170,9 +171,11 @@ class AdminCollector:
         if reader is not None:
             existing = metadata.topics.keys()
             samples.extend(commit_samples([c for c in reader.drain() if c[1] in existing], make))
-            samples.extend(self._commit_log_offsets(cycle, reader, ends, existing))
+            offsets = self._commit_log_offsets(cycle, reader, ends, existing)
         else:
-            samples.extend(self._group_offsets(cycle, sorted(listings), ends))
+            offsets = self._group_offsets(cycle, sorted(listings), ends)
+        samples.extend(offsets)
+        samples.extend(group_log_start_samples(offsets, starts, ts, make))
         if self._commit_log is not None:
             samples.append(in_use_sample(ts, make, reader is not None))
         samples.extend(self._group_states(cycle, listings))

@@ -16,6 +16,9 @@ their own:
 - `log_start_offset` (ListOffsets earliest) is a gauge per allowed partition: retention and
   deleteRecords move it, a recreated topic moves it back. With the committed offset it says how
   close retention is to deleting records a group has not read yet.
+- `group_log_start_offset`: the log start of each partition a group has a committed offset on,
+  in that cycle, labelled with the group, so the lag judgement (kept per group) can tell a
+  committed offset retention has already passed (records deleted unread) and how close it is.
 - `consumer_group_state` codes: see :data:`GROUP_STATE_CODES`.
 - `partition_assigned`: one sample per partition a group member owns (its labels name the
   member); a partition nobody owns has none.
@@ -33,6 +36,7 @@ from confluent_kafka.admin import ClusterMetadata, ConsumerGroupDescription
 from collectors.base import SampleFactory
 from lagwatch.membership import GROUP_MEMBERS_METRIC, GROUP_STATE_CODE, GROUP_STATE_METRIC, PARTITION_ASSIGNED_METRIC
 from lagwatch.samples import Sample, label_text
+from lagwatch.vocabulary import GROUP_LOG_START_METRIC
 
 SOURCE = "admin"
 MAX_CACHED_NAMES = 200_000
@@ -163,6 +167,19 @@ def group_offset_samples(
                      topic=topic, partition=partition, group_id=group_id)
             )  # fmt: skip
     return samples
+
+
+def group_log_start_samples(
+    offsets: list[Sample], starts: dict[tuple[str, int], int], ts: int, make: SampleFactory
+) -> list[Sample]:
+    """One `group_log_start_offset` per cycle committed_offset sample whose partition's start was read."""
+    return [
+        make(ts=ts, source=SOURCE, metric=GROUP_LOG_START_METRIC, kind="gauge", value=start,
+             topic=s.topic, partition=s.partition, group_id=s.group_id)
+        for s in offsets
+        if s.metric == "committed_offset" and s.source == SOURCE
+        and (start := starts.get((s.topic, s.partition))) is not None  # type: ignore[arg-type]
+    ]  # fmt: skip
 
 
 def group_state_samples(

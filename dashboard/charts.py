@@ -17,6 +17,7 @@ from lagwatch.vocabulary import STATUS_ORDER
 
 #: Status colours: the same everywhere so a glance reads the same.
 STATUS_COLOURS = {
+    "LOSS": "#000000",
     "ERR": "#7f0000",
     "STOP": "#d62728",
     "REWIND": "#9467bd",

@@ -141,7 +141,7 @@ _BUCKET = "time_bucket(to_seconds($bucket_s), window_start)"
 SQL_CLUSTERS = "SELECT DISTINCT cluster FROM group_status UNION SELECT DISTINCT cluster FROM pipeline_progress"
 
 SQL_BROKER_GAUGES = f"""
-SELECT metric, broker, arg_max("last", window_start) AS value, max(window_end) AS seen
+SELECT metric, broker, arg_max_null("last", window_start) AS value, max(window_end) AS seen
 FROM metrics_1m
 WHERE {_IN_LATEST} AND source IN ('jmx', 'prom') AND broker IS NOT NULL AND topic IS NULL
   AND metric IN {HEALTH_METRICS}
@@ -171,9 +171,9 @@ SELECT {_BUCKET} AS time, metric, avg(rate_per_s) AS rate_per_s FROM per_window 
 
 SQL_SCRAPE_HEALTH = f"""
 SELECT source, broker, client_id,
-       arg_max("last", window_start) FILTER (WHERE metric = '{UP}') AS up,
+       arg_max_null("last", window_start) FILTER (WHERE metric = '{UP}') AS up,
        avg(avg) FILTER (WHERE metric = '{UP}') AS up_ratio_1h,
-       arg_max("last", window_start) FILTER (WHERE metric = '{SCRAPE_DURATION}') AS scrape_duration_s,
+       arg_max_null("last", window_start) FILTER (WHERE metric = '{SCRAPE_DURATION}') AS scrape_duration_s,
        max(window_end) AS last_seen
 FROM metrics_1m
 WHERE {_IN_RECENT} AND metric IN {(UP, SCRAPE_DURATION)} AND source IN ('jmx', 'prom', 'admin', 'probe')
@@ -191,26 +191,27 @@ WHERE cluster = $cluster AND window_start >= $recent_start - INTERVAL 1 MINUTE A
 QUALIFY row_number() OVER (PARTITION BY group_id ORDER BY updated_at DESC) = 1
 """
 
+#: Each partition's newest row (whole rows: a per-column arg_max would skip a NULL and bring
+#: back an older window's value). A group's ETA is its slowest partition's, and NULL ("not
+#: catching up") as soon as one lagging partition is not catching up; rate_span_s is the
+#: shortest span any partition's rates were measured over (the ETA's basis).
 SQL_GROUP_RATES_LATEST = f"""
 WITH latest AS (
-  SELECT group_id, topic, partition,
-         arg_max(consume_rate, window_start) AS consume_rate,
-         arg_max(produce_rate, window_start) AS produce_rate,
-         arg_max(eta_s, window_start) AS eta_s
+  SELECT group_id, lag, consume_rate, produce_rate, eta_s, rate_span_s
   FROM lag_1m WHERE {_IN_LATEST}
-  GROUP BY ALL
+  QUALIFY row_number() OVER (PARTITION BY group_id, topic, partition ORDER BY window_start DESC) = 1
 )
-SELECT group_id, sum(consume_rate) AS consume_rate, sum(produce_rate) AS produce_rate, max(eta_s) AS eta_s
+SELECT group_id, sum(consume_rate) AS consume_rate, sum(produce_rate) AS produce_rate,
+       CASE WHEN bool_or(eta_s IS NULL AND lag > 0) THEN NULL ELSE max(eta_s) END AS eta_s,
+       min(rate_span_s) AS rate_span_s
 FROM latest GROUP BY group_id
 """
 
 SQL_TOPIC_GROUPS_LATEST = f"""
 WITH latest AS (
-  SELECT group_id, topic, partition,
-         arg_max(lag, window_start) AS lag, arg_max(time_lag_s, window_start) AS time_lag_s,
-         arg_max(status, window_start) AS status
+  SELECT group_id, topic, lag, time_lag_s, status
   FROM lag_1m WHERE {_IN_LATEST}
-  GROUP BY ALL
+  QUALIFY row_number() OVER (PARTITION BY group_id, topic, partition ORDER BY window_start DESC) = 1
 )
 SELECT topic, group_id, sum(lag) AS total_lag, max(lag) AS max_lag, max(time_lag_s) AS max_time_lag_s,
        string_agg(DISTINCT status, ', ' ORDER BY status) AS statuses
@@ -232,7 +233,7 @@ SQL_TOPIC_OFFSETS = f"""
 WITH edges AS (
   SELECT topic, partition,
          arg_min("first", window_start) FILTER (WHERE window_start < $start + INTERVAL 10 MINUTE) AS first_offset,
-         arg_max("last", window_start) FILTER (WHERE window_start >= $latest_start) AS last_offset
+         arg_max_null("last", window_start) FILTER (WHERE window_start >= $latest_start) AS last_offset
   FROM metrics_1m
   WHERE cluster = $cluster AND metric = '{LOG_END_OFFSET}' AND source = 'admin' AND topic IS NOT NULL
     AND ((window_start >= $start AND window_start < $start + INTERVAL 10 MINUTE)
@@ -270,8 +271,8 @@ FROM per_window GROUP BY ALL ORDER BY time, topic_partition
 
 #: Each partition's newest row in the latest slice: its lag and status and the member owning it.
 SQL_GROUP_OWNERS = f"""
-SELECT topic, partition, lag, status, owner_client_id, owner_host, owner_member_id, owner_changes,
-       window_start AS minute
+SELECT topic, partition, lag, status, retention_margin, retention_margin_s,
+       owner_client_id, owner_host, owner_member_id, owner_changes, window_start AS minute
 FROM lag_1m WHERE {_IN_LATEST} AND group_id = $group
 QUALIFY row_number() OVER (PARTITION BY topic, partition ORDER BY window_start DESC) = 1
 ORDER BY lag DESC, topic, partition
@@ -318,7 +319,7 @@ GROUP BY ALL ORDER BY time
 """
 
 SQL_HEARTBEATS = f"""
-SELECT client_id AS collector, metric, arg_max("last", window_start) AS value,
+SELECT client_id AS collector, metric, arg_max_null("last", window_start) AS value,
        avg(rate_per_s) AS rate_per_s, max(window_end) AS last_seen
 FROM metrics_1m
 WHERE {_IN_RECENT} AND source = 'heartbeat' AND metric IN {HEARTBEAT_METRICS}

@@ -148,7 +148,8 @@ def group_columns() -> dict[str, Any]:
         "max_time_lag_s": number("time lag (s)", format="%.1f"),
         "consume_rate": number("consume (records/s)", format="%.1f"),
         "produce_rate": number("produce (records/s)", format="%.1f"),
-        "eta_s": number("time to catch up (s)", format="%.0f"),
+        "eta_s": number("time to catch up (s)", format="%.0f", help="empty with lag > 0: not catching up"),
+        "rate_span_s": number("rates over (s)", format="%.0f", help="the span the rates and ETA are measured over"),
     }
 
 
@@ -158,6 +159,12 @@ def owner_columns() -> dict[str, Any]:
     return {
         "lag": st.column_config.NumberColumn("lag (messages)", format="%d"),
         "owner_client_id": text("owner client id"),
+        "retention_margin": st.column_config.NumberColumn(
+            "retention margin (records)", format="%d", help="negative: records deleted unread (LOSS)"
+        ),
+        "retention_margin_s": st.column_config.NumberColumn(
+            "retention margin (s)", format="%.0f", help="at the produce rate, until retention reaches the commit"
+        ),
         "owner_host": text("owner host"),
         "owner_member_id": text("owner member id"),
         "owner_changes": st.column_config.NumberColumn("owner changes (minute)", format="%d"),

@@ -360,7 +360,7 @@ class AlertRule(_Model):
     field: str = "last"
     #: How series not named in `by` are combined into one value per `by` label set.
     reduce: Literal["max", "min", "sum", "avg"] = "max"
-    #: kind = "status": fire when the status is at or above this level (OK<WARN<REWIND<STALL<STOP<ERR).
+    #: kind = "status": fire when the status is at or above this level (OK<WARN<REWIND<STALL<STOP<ERR<LOSS).
     level: str = "STALL"
     #: kind = "rate": change per second over this window; dead_letters: rows received in this window.
     window: Duration = "5m"
@@ -408,6 +408,8 @@ class AlertsConfig(_Model):
     #: Default rules' thresholds.
     default_time_lag_threshold_s: float = Field(300, gt=0)
     default_freshness_threshold_s: float = Field(60, gt=0)
+    #: RetentionMarginLow fires when retention will reach a group's committed offset sooner than this.
+    default_retention_margin_threshold_s: float = Field(3600, gt=0)
 
 
 class DemoConfig(_Model):

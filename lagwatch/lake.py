@@ -86,8 +86,18 @@ TABLES: dict[str, Table] = {
                 ("produce_rate", "DOUBLE"),  # records/s appended to the partition
                 ("time_lag_s", "DOUBLE"),  # NULL when time_lag_method = 'unknown'
                 ("time_lag_method", "VARCHAR"),  # caught_up | interpolated | extrapolated | unknown
-                ("eta_s", "DOUBLE"),  # estimated seconds to catch up; NULL if not catching up
-                ("status", "VARCHAR"),  # OK | WARN | STALL | STOP | REWIND | ERR
+                #: Seconds to catch up: lag / (consume_rate - produce_rate); NULL when not catching
+                #: up (the consumer is not gaining, or no rates yet), 0 when caught up.
+                ("eta_s", "DOUBLE"),
+                #: The ETA's basis: seconds of the lag window that consume_rate and produce_rate
+                #: (so eta_s) are measured over (NULL in rows written before the column existed).
+                ("rate_span_s", "DOUBLE"),
+                #: Records between the log start and the committed offset (negative: that many
+                #: deleted unread, status LOSS) and those records in seconds at the produce rate
+                #: (0 once passed; NULL without a log start reading or a produce rate).
+                ("retention_margin", "BIGINT"),
+                ("retention_margin_s", "DOUBLE"),
+                ("status", "VARCHAR"),  # lagwatch/vocabulary.py STATUSES
                 ("reason", "VARCHAR"),
                 ("rule", "VARCHAR"),  # the lag_status rule behind status (caught_up, stop, stall, …)
                 #: The group member owning the partition in the collector cycle of the newest

@@ -19,6 +19,10 @@ JMX_SOURCES = ("jmx", "prom")
 TARGET_SOURCES = ("jmx", "prom", "admin")
 
 
+#: The per group-partition copy of log_start_offset: per group so it reaches the group's lag state.
+GROUP_LOG_START_METRIC = "group_log_start_offset"
+
+
 @dataclass(frozen=True)
 class Metric:
     """One canonical metric: what a sample with this `metric` name means."""
@@ -80,6 +84,8 @@ METRICS: tuple[Metric, ...] = (
            "Log-end offset (ListOffsets latest)"),
     Metric("log_start_offset", "gauge", "offset", ("topic", "partition"), ("admin",),
            "Log start offset (ListOffsets earliest): retention deletes below it; a recreated topic moves it back"),
+    Metric(GROUP_LOG_START_METRIC, "gauge", "offset", ("group_id", "topic", "partition"), ("admin",),
+           "log_start_offset of a partition the group has committed on, read in the cycle of its committed_offset"),
     Metric("committed_offset", "counter", "offset", ("group_id", "topic", "partition"), ("admin", "commitlog"),
            "The group's committed offset: per cycle (admin), and every commit at its commit time (commitlog)"),
     Metric("commit_log_in_use", "gauge", "0/1", (), ("commitlog",),
@@ -156,7 +162,8 @@ class Status:
 
 #: Least severe first. REWIND (offsets went back) is worth a look but usually heals, so it ranks
 #: below a consumer that no longer moves (STALL) or no longer commits (STOP); ERR (the status
-#: could not be judged) ranks highest because nothing else about the group can be trusted.
+#: could not be judged) ranks above them because nothing else about the group can be trusted;
+#: LOSS ranks worst: it is the one status that is certain and cannot heal (the records are gone).
 STATUSES: tuple[Status, ...] = (
     Status("OK", "caught up, or consuming without a warning sign"),
     Status("WARN", "lag rising over the window, or above a per-group threshold"),
@@ -164,6 +171,7 @@ STATUSES: tuple[Status, ...] = (
     Status("STALL", "lag > 0 and the committed offset did not move for a whole window"),
     Status("STOP", "lag > 0 and no commit for longer than stop_after_s"),
     Status("ERR", "the status could not be judged"),
+    Status("LOSS", "the committed offset is below the log start: retention deleted records the group never read"),
 )
 STATUS_ORDER: tuple[str, ...] = tuple(s.name for s in STATUSES)
 STATUS_SEVERITY: dict[str, int] = {name: rank for rank, name in enumerate(STATUS_ORDER)}

@@ -3,8 +3,12 @@
 Input: the admin collector's `committed_offset` and `consumer_lag` samples (source 'admin',
 labels group_id/topic/partition). The two samples of one partition from one collector cycle
 share a ts; paired, they give committed offset, lag and so the log-end offset at that moment
-(end = committed + lag, both read in the same cycle by the admin collector). `log_end_offset` samples are
-per partition, not per group, and need no pairing: the end offset is already implied here.
+(end = committed + lag, both read in the same cycle by the admin collector). When a micro-batch
+ends between the two, the first half waits in its partition's state for the other (bounded).
+`log_end_offset` samples are per partition, not per group, and need no pairing: the end offset
+is already implied here. The log start comes per group too (`group_log_start_offset`, read in
+the cycle of the committed offset): each partition keeps its newest one, for LOSS and the
+retention margin.
 Where the collector reads the commit log, every commit also arrives as a `committed_offset`
 sample with source 'commitlog' and ts = its commit time: those are not observations but the
 partition's commits (``PartitionTracker.commit``), folded in time order with the observations.
@@ -45,6 +49,7 @@ import numpy as np
 import pandas as pd
 
 from lagwatch.config import LagConfig
+from lagwatch.vocabulary import GROUP_LOG_START_METRIC
 from spark_jobs import membership
 from spark_jobs.lag_status import PartitionReport, PartitionTracker, Thresholds, summarize_group
 from spark_jobs.windows import Columns, series_labels
@@ -52,7 +57,7 @@ from spark_jobs.windows import Columns, series_labels
 log = logging.getLogger(__name__)
 
 PERIOD_MS = 60_000
-LAG_METRICS = ("committed_offset", "consumer_lag")
+LAG_METRICS = ("committed_offset", "consumer_lag", GROUP_LOG_START_METRIC)
 #: Sources of lag samples: the cycle's observations, and the commit log's commits.
 OBSERVATION_SOURCE, COMMIT_SOURCE = "admin", "commitlog"
 LAG_SOURCES = (OBSERVATION_SOURCE, COMMIT_SOURCE)
@@ -73,6 +78,9 @@ LAG_1M_COLUMNS: tuple[str, ...] = (
     "time_lag_s",
     "time_lag_method",
     "eta_s",
+    "rate_span_s",
+    "retention_margin",
+    "retention_margin_s",
     "status",
     "reason",
     "rule",
@@ -136,14 +144,21 @@ def split_commits(samples: pd.DataFrame) -> tuple[pd.DataFrame, Columns, pd.Data
 def pair_observations(samples: pd.DataFrame, labels: Columns | None = None) -> pd.DataFrame:
     """committed_offset + consumer_lag samples of the same partition and ts → one observation row.
 
-    A sample without its partner (the other one lost or not yet arrived) is not an
-    observation: lag must come from the same cycle as the committed offset. ``pkey`` (a hash
-    of cluster, group, topic, partition, computed by Spark) keeps this numeric: sorting and
-    comparing strings per sample cost more than the whole lag judgement.
+    A sample without its partner in this batch is not an observation yet: lag must come from
+    the same cycle as the committed offset (:func:`pair_across_batches` keeps it waiting).
+    ``pkey`` (a hash of cluster, group, topic, partition, computed by Spark) keeps this
+    numeric: sorting and comparing strings per sample cost more than the whole lag judgement.
     Result: one row per observation, sorted by (pkey, ts).
     """
+    return pair_in_batch(samples, labels)[0]
+
+
+def pair_in_batch(samples: pd.DataFrame, labels: Columns | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(observations as :func:`pair_observations` returns them, the unpaired halves: rows of
+    _PAIR_LABELS, ts, pkey, is_lag, value)."""
     if samples.empty:  # a batch of membership samples only
-        return pd.DataFrame({name: np.empty(0, object) for name in _PAIR_LABELS} | _EMPTY_MEASURES)
+        empty = pd.DataFrame({name: np.empty(0, object) for name in _PAIR_LABELS} | _EMPTY_MEASURES)
+        return empty, _halves(empty, np.empty(0, int), labels or {}, np.empty(0, bool))
     key = key_all = samples["pkey"].to_numpy(np.int64)
     ts = ts_all = samples["ts"].to_numpy(np.int64)
     if labels is None:
@@ -155,9 +170,9 @@ def pair_observations(samples: pd.DataFrame, labels: Columns | None = None) -> p
     last_of_kind = np.r_[~(same_next & (is_lag[1:] == is_lag[:-1])), True]  # duplicates: keep the last
     order, key, ts, is_lag = order[last_of_kind], key[last_of_kind], ts[last_of_kind], is_lag[last_of_kind]
     pair_start = np.flatnonzero((key[1:] == key[:-1]) & (ts[1:] == ts[:-1]) & ~is_lag[:-1] & is_lag[1:])
-    unpaired = len(order) - 2 * len(pair_start)
-    if unpaired:
-        log.debug("%d lag sample(s) without their same-cycle partner were skipped", unpaired)
+    in_pair = np.zeros(len(order), bool)
+    in_pair[pair_start], in_pair[pair_start + 1] = True, True
+    halves = _halves(samples, order[~in_pair], labels, is_lag[~in_pair])
     committed_rows, lag_rows = order[pair_start], order[pair_start + 1]
     values = samples["value"].to_numpy(np.float64)
     paired = pd.DataFrame({name: labels[name][committed_rows] for name in _PAIR_LABELS})
@@ -165,7 +180,41 @@ def pair_observations(samples: pd.DataFrame, labels: Columns | None = None) -> p
     paired["pkey"] = key_all[committed_rows]
     paired["committed"] = np.round(values[committed_rows]).astype(np.int64)
     paired["lag"] = np.round(np.clip(values[lag_rows], 0, None)).astype(np.int64)
-    return paired
+    return paired, halves
+
+
+def _halves(samples: pd.DataFrame, rows: np.ndarray, labels: Columns, is_lag: np.ndarray) -> pd.DataFrame:
+    halves = pd.DataFrame({name: labels[name][rows] if len(rows) else np.empty(0, object) for name in _PAIR_LABELS})
+    for name, dtype in (("ts", np.int64), ("pkey", np.int64), ("value", np.float64)):
+        halves[name] = samples[name].to_numpy(dtype)[rows] if len(rows) else np.empty(0, dtype)
+    halves["is_lag"] = is_lag
+    return halves
+
+
+def pair_across_batches(
+    observations: pd.DataFrame, halves: pd.DataFrame, groups: dict[tuple[str, str], GroupTracks], keep_ms: int
+) -> pd.DataFrame:
+    """Pair this batch's unpaired halves with halves waiting in their partition's state; keep the rest waiting.
+
+    Why: a micro-batch boundary (max_rows_per_batch) can fall between the two samples of one
+    collector cycle; dropping them lost that cycle's observation.
+    """
+    late = []
+    for cluster, group, topic, partition, ts, pkey, value, is_lag in halves[
+        [*_PAIR_LABELS, "ts", "pkey", "value", "is_lag"]
+    ].itertuples(index=False):
+        track = groups.setdefault((cluster, group), {}).setdefault((topic, int(partition)), PartitionTracker())
+        partner = track.take_half(ts, not is_lag)
+        if partner is None:
+            track.wait_half(ts, bool(is_lag), value, keep_ms)
+            continue
+        committed, lag = (partner, value) if is_lag else (value, partner)
+        late.append((cluster, group, topic, partition, ts, pkey, round(committed), max(round(lag), 0)))
+    if not late:
+        return observations
+    late_rows = pd.DataFrame(late, columns=[*_PAIR_LABELS, "ts", "pkey", "committed", "lag"])
+    both = pd.concat([observations, late_rows], ignore_index=True)
+    return both.sort_values(["pkey", "ts"], kind="stable", ignore_index=True)
 
 
 def update_lag(
@@ -177,12 +226,15 @@ def update_lag(
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Fold a batch into the groups' trackers and membership (in place); return (lag_1m, group_status) columns."""
     metric = series_labels(samples["series_key"].to_numpy(), ("metric",))["metric"]
-    is_offset = np.isin(metric, LAG_METRICS)
+    is_start = metric == GROUP_LOG_START_METRIC  # per partition state, not a membership reading
+    is_offset = np.isin(metric, LAG_METRICS) & ~is_start
     keep_ms = max(int(lag_config.window_s * 1000), PERIOD_MS)
-    readings = membership.fold_readings(samples[~is_offset], memberships, keep_ms)
+    readings = membership.fold_readings(samples[~(is_offset | is_start)], memberships, keep_ms)
     cycle_samples, cycle_labels, commit_rows = split_commits(samples[is_offset])
-    observations = pair_observations(cycle_samples, cycle_labels)
+    observations, halves = pair_in_batch(cycle_samples, cycle_labels)
+    observations = pair_across_batches(observations, halves, groups, keep_ms)
     commits = _commits_by_partition(commit_rows)
+    _fold_log_starts(samples[is_start], groups)
     keys = ["cluster", "group_id", "topic", "partition"]
     codes = observations["pkey"].to_numpy(np.int64)
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.empty(0, int)
@@ -262,6 +314,17 @@ def _columns(rows: list[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, n
     return {name: np.array(values, dtype=object) for name, values in zip(names, zip(*rows, strict=True), strict=True)}
 
 
+def _fold_log_starts(samples: pd.DataFrame, groups: dict[tuple[str, str], GroupTracks]) -> None:
+    """Each partition keeps its newest log start (before the batch's observations are judged)."""
+    if samples.empty:
+        return
+    labels = series_labels(samples["series_key"].to_numpy(), _PAIR_LABELS)
+    columns = (*(labels[name] for name in _PAIR_LABELS), samples["ts"].to_numpy(np.int64), samples["value"].to_numpy())
+    for cluster, group, topic, partition, ts, start in zip(*columns, strict=True):
+        track = groups.setdefault((cluster, group), {}).setdefault((topic, int(partition)), PartitionTracker())
+        track.see_log_start(int(ts), round(start))
+
+
 def _commits_by_partition(rows: pd.DataFrame) -> dict[tuple[str, str, str, int], list[tuple[int, int]]]:
     """(cluster, group, topic, partition) → its commits (ts, offset) in time order."""
     commits: dict[tuple[str, str, str, int], list[tuple[int, int]]] = {}
@@ -317,6 +380,9 @@ def _partition_row(group_key: tuple[str, str], where: tuple[str, int], report: P
         report.time_lag_s,
         report.time_lag_method,
         report.eta_s,
+        report.rate_span_s,
+        report.retention_margin,
+        report.retention_margin_s,
         report.status,
         report.reason,
         report.rule,
@@ -343,7 +409,7 @@ def _group_row(
     summary = summarize_group(
         (topic, partition, fresh_reports.get((*group_key, topic, partition)) or track.report(thresholds))
         for (topic, partition), track in tracks.items()
-        if track.last_ts_ms >= recent_ms
+        if track.window_ts and track.last_ts_ms >= recent_ms  # only commits or waiting halves: no report yet
     )
     state, members = owned.group_at(newest, readings, group_key) if owned is not None else (None, None)
     return (

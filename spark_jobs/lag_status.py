@@ -22,8 +22,13 @@ NaN or inf. (No extrapolation from the produce rate: a guess would look like a m
 
 Status (Burrow's rules over the commit window; the first rule that matches wins). Rules 1, 4
 and 6 apply to a partition with commits from the commit log, rules 5 and 7 to one without
-(OffsetFetch only), the others to both:
+(OffsetFetch only), the others to both. A consumer owes a commit only once there is something
+to read: rules 4–7 count from the later of the last commit (or offset change) and the last
+observation with lag 0, so a group caught up on a quiet topic stays OK however long it has not
+committed, and is not STOP the moment a record lands after hours of silence:
 
+0. the committed offset is below the partition's newest log start → LOSS (`loss`): "LOSS: 150
+   records deleted unread (committed offset 30 < log start 180)"; nothing else matters then.
 1. a commit went back below the commit before it, within the window → REWIND (`rewind`), even
    when caught up now: those records were read twice, however short-lived the rewind was.
 2. lag 0 at the newest observation → OK (`caught_up`).
@@ -118,6 +123,13 @@ class PartitionReport:
     time_lag_s: float | None
     time_lag_method: str
     eta_s: float | None
+    #: Seconds between the window's oldest and newest observation: the span the consume and
+    #: produce rates (and so the ETA) are measured over; 0 with a single observation.
+    rate_span_s: float
+    #: Records between the partition's log start and the committed offset (negative: deleted
+    #: unread), and those records at the produce rate in seconds; None without a log start.
+    retention_margin: int | None
+    retention_margin_s: float | None
     status: str
     rule: str
     reason: str
@@ -223,12 +235,23 @@ def judge(
     time_lag_s: float | None,
     thresholds: Thresholds,
     commits: Commits = ((), ()),
+    caught_up_ms: int = -1,
+    log_start: int | None = None,
 ) -> Verdict:
     """Burrow's rules plus per-group thresholds over one partition's commit window (module docstring).
 
-    ``commits`` are the commit log's (commit ts, offset) lists in time order, empty without it.
+    ``commits`` are the commit log's (commit ts, offset) lists in time order, empty without it;
+    ``caught_up_ms`` is the newest observation with lag 0 (-1: none), where rules 4–7 start counting;
+    ``log_start`` the partition's newest log start offset (None: not read).
     """
     now_ms, committed, lag = window_ts[-1], window_committed[-1], window_lag[-1]
+    if log_start is not None and committed < log_start:
+        return Verdict(
+            "LOSS",
+            "loss",
+            f"LOSS: {log_start - committed} records deleted unread (committed offset {committed} "
+            f"< log start {log_start})",
+        )
     commit_ts, commit_offset = commits
     back = _went_back(commit_offset)
     if back:
@@ -250,9 +273,11 @@ def judge(
         )
     points = len(window_ts)
     verdict = (
-        _judge_commits(now_ms, lag, commit_ts, commit_offset, thresholds)
+        _judge_commits(now_ms, lag, commit_ts, commit_offset, thresholds, caught_up_ms)
         if commit_ts
-        else _judge_unchanged(now_ms, committed, lag, points, window_committed[0], committed_since_ms, thresholds)
+        else _judge_unchanged(
+            now_ms, committed, lag, window_ts, window_committed[0], committed_since_ms, thresholds, caught_up_ms
+        )
     )
     if verdict is not None:
         return verdict
@@ -291,19 +316,22 @@ def _judge_unchanged(
     now_ms: int,
     committed: int,
     lag: int,
-    points: int,
+    window_ts: Sequence[int],
     first_committed: int,
     committed_since_ms: int,
     thresholds: Thresholds,
+    caught_up_ms: int,
 ) -> Verdict | None:
     """Rules 5 and 7 (STOP, STALL by how long the offset stood still) for a partition with lag > 0."""
-    unchanged_s = (now_ms - committed_since_ms) / 1000.0
+    unchanged_s = (now_ms - max(committed_since_ms, caught_up_ms)) / 1000.0
+    points = len(window_ts) - bisect_right(window_ts, caught_up_ms)  # observations with lag since caught up
     if unchanged_s > thresholds.stop_after_s:
         return Verdict(
             "STOP",
             "stop",
-            f"STOP: no commit for {format_duration(unchanged_s)} > {thresholds.stop_after_name} "
-            f"{format_duration(thresholds.stop_after_s)} (committed offset {committed}, lag {lag})",
+            f"STOP: no commit for {format_duration(unchanged_s)}{_since_caught_up(committed_since_ms, caught_up_ms)} "
+            f"> {thresholds.stop_after_name} {format_duration(thresholds.stop_after_s)} "
+            f"(committed offset {committed}, lag {lag})",
         )
     if points >= thresholds.min_window_points and first_committed == committed:
         return Verdict(
@@ -315,19 +343,32 @@ def _judge_unchanged(
     return None
 
 
+def _since_caught_up(last_commit_ms: int, caught_up_ms: int) -> str:
+    """The reason's note when the silence is counted from the last caught-up observation."""
+    return f" since lag appeared (caught up at {_clock(caught_up_ms)})" if caught_up_ms > last_commit_ms else ""
+
+
 def _judge_commits(
-    now_ms: int, lag: int, commit_ts: Sequence[int], commit_offset: Sequence[int], thresholds: Thresholds
+    now_ms: int,
+    lag: int,
+    commit_ts: Sequence[int],
+    commit_offset: Sequence[int],
+    thresholds: Thresholds,
+    caught_up_ms: int,
 ) -> Verdict | None:
     """Rules 4 and 6 (STOP, STALL from commit timestamps) for a partition with lag > 0."""
-    silent_s = (now_ms - commit_ts[-1]) / 1000.0
+    silent_s = (now_ms - max(commit_ts[-1], caught_up_ms)) / 1000.0
     if silent_s > thresholds.stop_after_s:
         return Verdict(
             "STOP",
             "stop",
-            f"STOP: no commit for {format_duration(silent_s)} > {thresholds.stop_after_name} "
+            f"STOP: no commit for {format_duration(silent_s)}{_since_caught_up(commit_ts[-1], caught_up_ms)} "
+            f"> {thresholds.stop_after_name} "
             f"{format_duration(thresholds.stop_after_s)} (last commit at {_clock(commit_ts[-1])}, "
             f"committed offset {commit_offset[-1]}, lag {lag})",
         )
+    after = bisect_right(commit_ts, caught_up_ms)  # commits made while there was something to read
+    commit_ts, commit_offset = commit_ts[after:], commit_offset[after:]
     count = len(commit_ts)
     if count >= thresholds.min_window_points and all(offset == commit_offset[-1] for offset in commit_offset):
         longest_gap_ms = max(commit_ts[i] - commit_ts[i - 1] for i in range(1, count))
@@ -339,6 +380,10 @@ def _judge_commits(
                 f"{format_duration((commit_ts[-1] - commit_ts[0]) / 1000)} while lag is {lag}",
             )
     return None
+
+
+#: Halves of observations a partition keeps waiting for their partner (a few cycles' worth).
+MAX_WAITING_HALVES = 8
 
 
 @dataclass(slots=True)
@@ -355,6 +400,14 @@ class PartitionTracker:
     period_lag_max: int = 0
     commit_ts: list[int] = field(default_factory=list)
     commit_offset: list[int] = field(default_factory=list)
+    #: The newest observation with lag 0 (-1: none yet): a commit is owed only after it.
+    caught_up_ms: int = -1
+    #: Halves of a cycle's observation whose partner is in a later micro-batch:
+    #: (ts, is_lag, value), at most MAX_WAITING_HALVES, none older than the lag window.
+    waiting_halves: list[tuple[int, bool, float]] = field(default_factory=list)
+    #: The newest log start offset read for the partition, and when (-1: none yet).
+    log_start_ts_ms: int = -1
+    log_start_offset: int = -1
 
     def to_state(self) -> tuple[Any, ...]:
         """Plain tuple for pickling: C-speed, unlike a slots dataclass's Python-level __setstate__."""
@@ -369,16 +422,41 @@ class PartitionTracker:
             self.period_lag_max,
             self.commit_ts,
             self.commit_offset,
+            self.caught_up_ms,
+            self.waiting_halves,
+            self.log_start_ts_ms,
+            self.log_start_offset,
         )
 
     @classmethod
     def from_state(cls, saved: tuple[Any, ...]) -> PartitionTracker:
-        return cls(*saved)  # state saved before commits were tracked has fewer fields: defaults
+        return cls(*saved)  # state saved before commits (or caught_up_ms) were tracked: defaults
 
     @property
     def last_seen_ms(self) -> int:
         """Newest observation or commit: what keeps the partition in the state."""
-        return max(self.last_ts_ms, self.commit_ts[-1] if self.commit_ts else -1)
+        waiting = max((half[0] for half in self.waiting_halves), default=-1)
+        return max(self.last_ts_ms, self.commit_ts[-1] if self.commit_ts else -1, waiting)
+
+    def see_log_start(self, ts_ms: int, offset: int) -> None:
+        """Keep the newest log start offset (older readings, read late, are ignored)."""
+        if ts_ms > self.log_start_ts_ms:
+            self.log_start_ts_ms, self.log_start_offset = ts_ms, offset
+
+    def take_half(self, ts_ms: int, is_lag: bool) -> float | None:
+        """The waiting half of kind `is_lag` from the cycle at ts_ms (removed), or None."""
+        for i, (waiting_ts, waiting_is_lag, value) in enumerate(self.waiting_halves):
+            if waiting_ts == ts_ms and waiting_is_lag == is_lag:
+                del self.waiting_halves[i]
+                return value
+        return None
+
+    def wait_half(self, ts_ms: int, is_lag: bool, value: float, keep_ms: int) -> None:
+        """Keep a half until its partner arrives (bounded: newest MAX_WAITING_HALVES within keep_ms)."""
+        if ts_ms <= self.last_ts_ms:  # that cycle is observed already, or too late to observe
+            return
+        kept = [half for half in self.waiting_halves if half[0] > ts_ms - keep_ms and half[:2] != (ts_ms, is_lag)]
+        self.waiting_halves = sorted([*kept, (ts_ms, is_lag, value)])[-MAX_WAITING_HALVES:]
 
     def commit(self, ts_ms: int, offset: int, thresholds: Thresholds) -> bool:
         """Take one commit from the commit log, in or out of time order; False for a duplicate
@@ -409,6 +487,8 @@ class PartitionTracker:
             return False
         if not self.window_committed or committed != self.window_committed[-1]:
             self.committed_since_ms = ts_ms
+        if lag <= 0:
+            self.caught_up_ms = ts_ms
         period_start = ts_ms - ts_ms % period_ms
         if period_start != self.period_start_ms:
             self.period_start_ms, self.period_lag_max = period_start, lag
@@ -439,6 +519,7 @@ class PartitionTracker:
         time_lag = interpolate_time_lag(
             self.history_ts, self.history_end, committed, lag, now_ms, thresholds.min_history_points
         )
+        log_start = self.log_start_offset if self.log_start_ts_ms >= 0 else None
         verdict = judge(
             self.window_ts,
             self.window_committed,
@@ -447,7 +528,10 @@ class PartitionTracker:
             time_lag.seconds,
             thresholds,
             (self.commit_ts, self.commit_offset),
+            self.caught_up_ms,
+            log_start,
         )
+        margin = None if log_start is None else committed - log_start
         return PartitionReport(
             ts_ms=now_ms,
             committed_offset=committed,
@@ -459,14 +543,33 @@ class PartitionTracker:
             time_lag_s=time_lag.seconds,
             time_lag_method=time_lag.method,
             eta_s=eta_seconds(lag, consume_rate, produce_rate),
+            rate_span_s=span_ms / 1000.0,
+            retention_margin=margin,
+            retention_margin_s=retention_seconds(margin, produce_rate),
             status=verdict.status,
             rule=verdict.rule,
             reason=f"{verdict.reason}; {time_lag.note}" if time_lag.note else verdict.reason,
         )
 
 
+def retention_seconds(margin: int | None, produce_rate: float | None) -> float | None:
+    """Seconds until retention reaches the committed offset, if the log start moves at the produce
+    rate (retention deletes about what is produced); 0 once passed, None without a rate."""
+    if margin is None:
+        return None
+    if margin <= 0:
+        return 0.0
+    if produce_rate is None or produce_rate <= 0:
+        return None
+    return margin / produce_rate
+
+
 def eta_seconds(lag: int, consume_rate: float | None, produce_rate: float | None) -> float | None:
-    """Time to catch up at the current rates; None when the consumer is not gaining."""
+    """Time to catch up at the current rates: lag / (consume - produce).
+
+    None means "not catching up" (the consumer is not gaining, or there are no rates yet): it
+    must stay None all the way to the reader, never 0 nor an older window's value.
+    """
     if lag <= 0:
         return 0.0
     if consume_rate is None or produce_rate is None or consume_rate <= produce_rate:

@@ -99,14 +99,16 @@ def shape_sql(rule: CompiledRule) -> str:
             f"(arg_max({value}, {time_col}) - arg_min({value}, {time_col})) / "
             f"nullif(epoch(max({time_col})) - epoch(min({time_col})), 0) AS v, NULL AS reason"
         )
-        window = f" AND {time_col} > $now - to_seconds({rule.window_s!r})"
+        window = f" AND {time_col} > $now - to_seconds({rule.window_s!r}) AND {value} IS NOT NULL"
     else:
-        reason = f"arg_max(reason, {time_col})" if rule.value_column == "status" else "NULL"
-        latest = f"arg_max({value}, {time_col}) AS v, {reason} AS reason"
+        # The newest row's value even when NULL (then the series has no current value): a plain
+        # arg_max skips NULLs and would bring back an older row's, e.g. a stale eta_s.
+        reason = f"arg_max_null(reason, {time_col})" if rule.value_column == "status" else "NULL"
+        latest = f"arg_max_null({value}, {time_col}) AS v, {reason} AS reason"
         window = ""
     return (
         f"WITH latest AS (SELECT {series}, {latest} FROM {table} WHERE {where}{window} "
-        f"AND {value} IS NOT NULL GROUP BY {series}) "
+        f"GROUP BY {series}) "
         f"SELECT {group}, {rule.reduce}(v) AS value, coalesce(arg_max(reason, v), '') AS reason "
         f"FROM latest WHERE v IS NOT NULL GROUP BY ALL"
     )

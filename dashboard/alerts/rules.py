@@ -329,6 +329,16 @@ def default_rules(alerts: AlertsConfig) -> list[AlertRule]:
             summary="Consumer group {group_id} is {value:.0f} s behind",
         ),
         dict(
+            name="RetentionMarginLow",
+            metric="retention_margin_s",
+            by=["group_id", "topic", "partition"],
+            op="<",
+            threshold=alerts.default_retention_margin_threshold_s,
+            severity="critical",
+            **{"for": "2m"},
+            summary="Retention reaches {group_id}'s committed offset on {topic}/{partition} in {value:.0f} s",
+        ),
+        dict(
             name="DeadLettersGrowing",
             metric=DEAD_LETTERS,
             op=">",

@@ -21,6 +21,7 @@ TABLE_COLUMNS = [
     "consume_rate",
     "produce_rate",
     "eta_s",
+    "rate_span_s",
     "reason",
     "partitions",
     "topics",
@@ -29,11 +30,14 @@ TABLE_COLUMNS = [
     "rebalances",
     "updated_at",
 ]
+NOT_CATCHING_UP = "not catching up"
 OWNER_COLUMNS = [
     "topic",
     "partition",
     "lag",
     "status",
+    "retention_margin",
+    "retention_margin_s",
     "owner_client_id",
     "owner_host",
     "owner_member_id",
@@ -84,14 +88,28 @@ def drill_down(ctx: ui.AppContext, scope: queries.Scope, groups: pd.DataFrame) -
     tiles[0].metric("Status", str(row["status"]))
     tiles[1].metric("Total lag (messages)", ui.number(row["total_lag"]))
     tiles[2].metric("Time lag", ui.duration(row["max_time_lag_s"]))
-    tiles[3].metric("Time to catch up", ui.duration(row["eta_s"]))
+    tiles[3].metric("Time to catch up", catch_up(row["eta_s"], row["total_lag"]))
     tiles[4].metric("Partitions", ui.number(row["partitions"]))
     tiles[5].metric("Members", ui.number(row["members"]))
     tiles[6].metric("Rebalances (lag window)", ui.number(row["rebalances"]))
     group_state = "not described" if pd.isna(row["group_state"]) else row["group_state"]
-    st.caption(f"Reason: {row['reason']} · group state: {group_state}")
+    st.caption(f"Reason: {row['reason']} · group state: {group_state} · {eta_basis(row['rate_span_s'])}")
     _owners(detail["owners"])
     _detail_charts(detail)
+
+
+def catch_up(eta_s: float | None, total_lag: float | None) -> str:
+    """The ETA tile: a NULL ETA with lag left means the group is not gaining on the producers."""
+    if pd.isna(eta_s):
+        return NOT_CATCHING_UP if not pd.isna(total_lag) and total_lag > 0 else "–"
+    return ui.duration(eta_s)
+
+
+def eta_basis(rate_span_s: float | None) -> str:
+    """Where the ETA comes from, so a reader can judge how much to trust it."""
+    if pd.isna(rate_span_s) or rate_span_s <= 0:
+        return "time to catch up: no rates yet (one observation)"
+    return f"time to catch up = lag / (consume − produce rate over the last {ui.duration(rate_span_s)})"
 
 
 def _owners(owners: pd.DataFrame) -> None:

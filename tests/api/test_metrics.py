@@ -8,8 +8,6 @@ import gzip
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
 from prometheus_client.parser import text_string_to_metric_families
 
 from api import statuses
@@ -137,27 +135,20 @@ def test_gzip_answer_is_the_same_text(api: RunningApi) -> None:
     assert strip(zipped) == strip(plain)
 
 
-def test_no_retention_series_until_the_lake_has_the_column(api: RunningApi) -> None:
+def test_no_retention_series_without_a_margin(api: RunningApi) -> None:
     text, _ = scrape(api)
     assert "retention_margin" not in text
 
 
-def _write_lag_with_retention(lake: Path, rows: list[dict[str, Any]], margins: list[tuple[int, float]]) -> None:
-    """A lag_1m file as a newer writer will make it: the table's columns plus retention_margin_*."""
-    data = lakelib.rows_to_arrow("lag_1m", rows)
-    data = data.append_column("retention_margin_records", pa.array([m for m, _ in margins], pa.int64()))
-    data = data.append_column("retention_margin_s", pa.array([s for _, s in margins], pa.float64()))
-    day = rows[0]["window_start"].date().isoformat()
-    folder = lake / "lag_1m" / f"date={day}"
-    folder.mkdir(parents=True, exist_ok=True)
-    pq.write_table(data, folder / "with-retention.parquet")
-
-
-def test_retention_margin_is_exported_once_the_lake_carries_it(tmp_path: Path, start_api: Any) -> None:
+def test_retention_margin_is_exported_where_the_row_has_one(tmp_path: Path, start_api: Any) -> None:
     lake = tmp_path / "lake"
     t = lakelib.utc_now().replace(second=0, microsecond=0)
-    write_lake(lake, {"lag_1m": [lag_row(t, "old-writer", "orders", 0, 5, 1)]})
-    _write_lag_with_retention(lake, [lag_row(t, "new-writer", "orders", 1, 10, 2)], [(12_345, 678.5)])
+    with_margin = {
+        **lag_row(t, "new-writer", "orders", 1, 10, 2),
+        "retention_margin": 12_345,
+        "retention_margin_s": 678.5,
+    }
+    write_lake(lake, {"lag_1m": [lag_row(t, "old-writer", "orders", 0, 5, 1), with_margin]})
     _, samples = scrape(start_api(lake))
     assert by(samples, "lagwatch_consumergroup_retention_margin_records", "group", "partition") == {
         ("new-writer", "1"): 12_345

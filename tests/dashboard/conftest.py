@@ -166,7 +166,10 @@ def _lag_rows(t: dt.datetime) -> list[dict[str, Any]]:
                     "produce_rate": produce,
                     "time_lag_s": time_lag,
                     "time_lag_method": "interpolated",
-                    "eta_s": eta,
+                    # An older window's ETA where the newest has none: a per-column "latest"
+                    # that skips NULLs would show it; the newest row says "not catching up".
+                    "eta_s": eta if eta is not None or minutes_ago == 0 else 600.0,
+                    "rate_span_s": 45.0,
                     "status": status,
                     "reason": f"{status.lower()} reason",
                     "owner_member_id": OWNERS.get((group, topic, partition), (None,) * 3)[0],

@@ -121,6 +121,10 @@ def test_every_page_in_chromium(known_lake: KnownLake, dashboard_url: str, artif
             page.goto(f"{dashboard_url}/groups")
             assert _metric(page, "Total lag (messages)") == f"{worst['total_lag']:,.0f}"
             assert _metric(page, "Status") == worst["status"]
+            newest_lag = [r for r in known_lake.rows["lag_1m"] if r["group_id"] == worst["group_id"]]
+            newest_lag = [r for r in newest_lag if r["window_start"] == max(x["window_start"] for x in newest_lag)]
+            assert all(r["eta_s"] is None and r["lag"] > 0 for r in newest_lag), "fixture: a group not catching up"
+            assert _metric(page, "Time to catch up") == "not catching up"
             _check_and_shoot(page, "groups", artifacts_dir)
 
             page.goto(f"{dashboard_url}/alerts")

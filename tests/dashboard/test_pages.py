@@ -141,7 +141,13 @@ def test_groups_table_and_drill_down(known_lake: KnownLake) -> None:
     row = table[table["group_id"] == "audit"].iloc[0]
     assert row["consume_rate"] == pytest.approx(sum(r["consume_rate"] for r in audit))
     assert row["produce_rate"] == pytest.approx(sum(r["produce_rate"] for r in audit))
+    assert row["eta_s"] == max(r["eta_s"] for r in audit)
+    assert row["rate_span_s"] == min(r["rate_span_s"] for r in audit)
+    stalled = table[table["group_id"] == "orders-app"].iloc[0]
+    assert pd.isna(stalled["eta_s"]), "newest windows have no ETA: not an older window's 600 s"
     shown = metrics(at)
+    eta = round(row["eta_s"])
+    assert shown["Time to catch up"] == f"{eta // 60}m {eta % 60:02d}s"
     audit_status = status[status["group_id"] == "audit"].iloc[0]
     assert shown["Status"] == audit_status["status"]
     assert shown["Total lag (messages)"] == fmt(audit_status["total_lag"])
@@ -152,6 +158,15 @@ def test_groups_table_and_drill_down(known_lake: KnownLake) -> None:
     assert [tuple(r) for r in shown_owners.itertuples(index=False)] == expected
     assert owners["owner_changes"].tolist() == [1]
     assert len(at.get("plotly_chart")) == 5  # heatmap, lag, time lag, status timeline, rates
+
+
+def test_drill_down_says_not_catching_up(known_lake: KnownLake) -> None:
+    latest = newest(known_lake.rows["lag_1m"], ("group_id", "topic", "partition"), ("window_start",))
+    orders = [r for r in latest if r["group_id"] == "orders-app"]
+    assert all(r["eta_s"] is None and r["lag"] > 0 for r in orders)
+    at = open_page("groups", group="orders-app")
+    assert metrics(at)["Time to catch up"] == "not catching up"
+    assert any("over the last 45s" in c.value for c in at.caption), [c.value for c in at.caption]
 
 
 def test_groups_search_filters_the_table(known_lake: KnownLake) -> None:

@@ -176,11 +176,11 @@ def test_status_order_has_one_home() -> None:
     from dashboard.alerts import evaluate
     from spark_jobs import lag_status
 
-    assert vocabulary.STATUS_ORDER == ("OK", "WARN", "REWIND", "STALL", "STOP", "ERR")
+    assert vocabulary.STATUS_ORDER == ("OK", "WARN", "REWIND", "STALL", "STOP", "ERR", "LOSS")
     assert lag_status.STATUS_SEVERITY is vocabulary.STATUS_SEVERITY
     assert evaluate.STATUS_ORDER is vocabulary.STATUS_ORDER
     assert set(charts.STATUS_COLOURS) == set(vocabulary.STATUS_ORDER)
-    assert charts.STATUSES_WORST_FIRST[0] == "ERR"
+    assert charts.STATUSES_WORST_FIRST[0] == "LOSS"
     with pytest.raises(ValueError, match="unknown status 'LOST'"):
         vocabulary.status_rank("LOST")
 
@@ -190,7 +190,8 @@ def test_group_status_is_the_worst_partition_by_the_vocabulary_order() -> None:
     from spark_jobs.lag_status import PartitionReport, summarize_group
 
     def report(status: str) -> PartitionReport:
-        return PartitionReport(1, 10, 20, 10, 10, None, None, None, "unknown", None, status, status.lower(), status)
+        measured = (1, 10, 20, 10, 10, None, None, None, "unknown", None, 0.0, None, None)
+        return PartitionReport(*measured, status, status.lower(), status)
 
     worst = summarize_group([("t", 0, report("WARN")), ("t", 1, report("REWIND")), ("t", 2, report("OK"))])
     assert worst.status == "REWIND"

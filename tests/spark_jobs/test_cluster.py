@@ -88,7 +88,8 @@ def produce(servers: str, topic: str, samples: list[Sample]) -> int:
     """Keyed, batched produce (one entity's samples stay in order on one partition), all of it
     sent by the final flush: each partition's share arrives in one request, which the broker
     appends at once, so a micro-batch never ends between a committed_offset sample and the
-    consumer_lag sample of the same cycle (lag.pair_observations pairs them within a batch)."""
+    consumer_lag sample of the same cycle (a split pair waits in the state for its partner, but the
+    test keeps batches whole)."""
     producer = Producer({"bootstrap.servers": servers, "linger.ms": 5000, "acks": "all"})
     for index, sample in enumerate(samples):
         producer.produce(topic, value=sample.to_json(), key=sample.key())
@@ -254,9 +255,9 @@ def cluster_runs(
     2. `--available-now` on the cluster (a fresh Worker in the killed one's place).
     3. `--available-now` on `local[2]`: the recomputation.
 
-    Runs 2 and 3 read the topic in one batch each. A cap that splits the topic would end
-    batches between the two samples of a lag pair, which the job drops as unpaired: both runs
-    would lose the same observations, and the continuous run others.
+    Runs 2 and 3 read the topic in one batch each. A cap that splits the topic could end
+    batches between the two samples of a lag pair; the first half then waits in the state for
+    its partner, but the runs' batch boundaries (and so their group_status rows) would differ.
     """
     tmp = tmp_path_factory.mktemp("cluster-runs")
     servers, topic = broker.bootstrap_servers, f"cluster-{tmp.name}"

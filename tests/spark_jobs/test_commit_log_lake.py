@@ -10,23 +10,16 @@ Three groups on one partition of 1,500 records, collected every 3 s for about 25
 
 from __future__ import annotations
 
-import argparse
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from collectors.admin import AdminCollector
-from collectors.coordinator import AllTargets
-from collectors.publisher import SamplePublisher
-from collectors.runner import CollectLoop
 from lagwatch import lake as lakelib
 from lagwatch.config import Config
-from lagwatch.kafka import ensure_topic, transport_client_config
-from spark_jobs import job
 from tests.fixtures.kafka_workload import KafkaWorkload
+from tests.spark_jobs.lake_workload import collect_then_roll_up, workload_config
 
 STOP_AFTER_S = 8
 CYCLES = 9
@@ -56,13 +49,14 @@ def test_rewind_stall_and_stop_from_the_commit_log_reach_the_lake(
     topic, rewinder, staller, stopper = (f"{prefix}-{name}" for name in ("topic", "rewinder", "staller", "stopper"))
     kafka.create_topic(topic, 1)
     kafka.produce(topic, {0: 1500})
-    limits = {"stop_after_s": STOP_AFTER_S}
-    config = make_config(
-        collect={"interval_s": INTERVAL_S, "timeout_s": 2, "describe_groups": False, "groups_allow": [f"^{prefix}-"]},
-        lag={"window_s": 60, "min_window_points": 3, "group_thresholds": {staller: limits, stopper: limits}},
+    config = workload_config(
+        make_config,
+        prefix,
+        INTERVAL_S,
+        {staller: STOP_AFTER_S, stopper: STOP_AFTER_S},
+        window_s=60,
+        min_window_points=3,
     )
-    transport = transport_client_config(config)
-    ensure_topic(transport, config.transport.samples_topic, config.transport.samples_partitions)
     kafka.commit(rewinder, topic, {0: 1000})
 
     done = threading.Event()
@@ -76,25 +70,18 @@ def test_rewind_stall_and_stop_from_the_commit_log_reach_the_lake(
             if tick <= 4:
                 kafka.commit(stopper, topic, {0: 100 + 10 * tick})
 
-    thread = threading.Thread(target=committers)
-    thread.start()
-    collector = AdminCollector(config)
-    publisher = SamplePublisher(config)
-    loop = CollectLoop(config, [collector], publisher, AllTargets([collector.name]), "test-instance")
-    try:
-        assert loop.cycle().failed == []
-        kafka.commit(rewinder, topic, {0: 500})  # the rewind, undone before the next cycle
-        kafka.commit(rewinder, topic, {0: 1000})
-        for _ in range(CYCLES - 1):
-            time.sleep(INTERVAL_S)  # lets the workload run; nothing here is timed
-            assert loop.cycle().failed == []
-    finally:
+    def rewind_after_the_first_cycle(cycle: int) -> None:
+        if cycle == 0:
+            kafka.commit(rewinder, topic, {0: 500})  # the rewind, undone before the next cycle
+            kafka.commit(rewinder, topic, {0: 1000})
+
+    def stop_committers() -> None:
         done.set()
         thread.join()
-        loop.close()
-        assert publisher.close() == 0
 
-    assert job.run(config, argparse.Namespace(available_now=True)) == 0
+    thread = threading.Thread(target=committers)
+    thread.start()
+    collect_then_roll_up(config, CYCLES, rewind_after_the_first_cycle, cleanup=[stop_committers])
 
     groups = [rewinder, staller, stopper]
     for table in ("lag_1m", "group_status"):

@@ -85,6 +85,7 @@ def test_steady_consumer_gets_interpolated_time_lag_rates_and_eta(emitted):
     assert row.consume_rate == pytest.approx(160 / 15, rel=1e-12)
     assert row.produce_rate == pytest.approx(10.0, rel=1e-12)
     assert row.eta_s == pytest.approx(90 / (160 / 15 - 10), rel=1e-12)
+    assert row.rate_span_s == 15.0  # the ETA's basis: rates over the 15 s between two observations
     assert (row.status, row.rule, row.reason) == ("OK", "ok", "OK: lag 90, no rule matched")
     assert row.window_start == dt.datetime(1970, 1, 1) and row.window_end == dt.datetime(1970, 1, 1, 0, 1)
     again = lag_row(second, "g1", 0)  # the same window, updated by the next batch
@@ -164,3 +165,19 @@ def test_pairing_needs_both_samples_of_a_cycle():
     paired = pair_observations(pd.concat([samples, duplicate], ignore_index=True))
     assert paired[["ts", "committed", "lag"]].values.tolist() == [[1, 10, 6]]
     assert paired[["cluster", "group_id", "topic", "partition"]].values.tolist() == [["c", "g", "t", 0]]
+
+
+def test_a_cycle_split_across_two_micro_batches_is_still_one_observation(spark, tmp_path):
+    # g3 t/0: the 15 s cycle's committed offset ends batch 1, its lag starts batch 2 (a
+    # max_rows_per_batch boundary between them). Its lag, 150, is the minute's maximum: only
+    # an observation made of the two halves can put it in lag_max.
+    committed_15, lag_15 = offsets(15, "g3", 0, 1000, 150)
+    batches = [
+        [*offsets(0, "g3", 0, 900, 100), committed_15],
+        [lag_15, *offsets(30, "g3", 0, 1200, 80)],
+    ]
+    emitted = run_rollups(spark, tmp_path, batches, LAG_CONFIG, ("lag_1m",))
+    rows = [r for batch in emitted["lag_1m"] for r in batch if r.group_id == "g3"]
+    newest = max(rows, key=lambda r: (r.committed_offset, r.lag_max))
+    assert (newest.committed_offset, newest.lag, newest.lag_max) == (1200, 80, 150)
+    assert newest.rate_span_s == 30.0

@@ -9,6 +9,7 @@ import pytest
 
 from lagwatch.config import ConfigError, LagConfig, parse_config
 from spark_jobs.lag_status import (
+    MAX_WAITING_HALVES,
     PartitionReport,
     PartitionTracker,
     Thresholds,
@@ -47,6 +48,7 @@ def test_steady_production_interpolates_time_lag_and_eta():
     assert report.consume_rate == pytest.approx(320 / 30, rel=1e-12)
     assert report.produce_rate == pytest.approx(10.0, rel=1e-12)
     assert report.eta_s == pytest.approx(80 / (320 / 30 - 10.0), rel=1e-12)
+    assert report.rate_span_s == 30.0
     assert (report.status, report.rule, report.reason) == ("OK", "ok", "OK: lag 80, no rule matched")
 
 
@@ -54,7 +56,7 @@ def test_too_short_history_is_unknown_with_reason():
     report = track([(0, 100, 50)])
     assert (report.time_lag_s, report.time_lag_method) == (None, "unknown")
     assert report.reason == "OK: lag 50, no rule matched; time lag unknown: 1 log-end point(s), need 2"
-    assert (report.consume_rate, report.produce_rate, report.eta_s) == (None, None, None)
+    assert (report.consume_rate, report.produce_rate, report.eta_s, report.rate_span_s) == (None, None, None, 0.0)
 
 
 def test_committed_offset_older_than_history_is_unknown():
@@ -255,3 +257,70 @@ def test_commits_read_twice_or_late_are_placed_in_time_order():
     restored = PartitionTracker.from_state(tracker.to_state())
     assert (restored.commit_ts, restored.commit_offset) == ([10_000], [5])
     assert PartitionTracker.from_state(tracker.to_state()[:8]).commit_ts == []  # state saved before commits
+
+
+def test_falling_behind_has_no_eta_not_zero():
+    # The producer adds 20 records/s, the consumer commits 10/s: lag grows, no time to catch up.
+    report = track([(0, 1000, 100), (15, 1150, 250), (30, 1300, 400)])
+    assert (report.consume_rate, report.produce_rate) == (10.0, 20.0)
+    assert (report.eta_s, report.rate_span_s) == (None, 30.0)
+
+
+def test_caught_up_on_a_quiet_topic_stays_ok_however_long_it_has_not_committed():
+    # One commit at 0 s, then two hours of 15 s cycles with no new record: never STOP or STALL.
+    config = LagConfig(window_s=60)
+    observations = [(ts, 300, 0) for ts in range(15, 7201, 15)]
+    with_log = statuses_with_commits(observations, [(0, 300)], config)
+    without_log = [track(observations[: i + 1], config) for i in (0, 3, len(observations) - 1)]
+    assert {(r.status, r.rule) for r in with_log + without_log} == {("OK", "caught_up")}
+
+
+@pytest.mark.parametrize("commit_log", [True, False])
+def test_a_record_landing_after_hours_of_quiet_is_not_stop_until_it_stays_unread(commit_log: bool):
+    # Auto-commit re-commits the caught-up offset every 5 s for an hour; then one record lands.
+    config = LagConfig(window_s=60)
+    quiet = [(ts, 300, 0) for ts in range(15, 3601, 15)]
+    unread = [(ts, 300, 1) for ts in range(3615, 3721, 15)]  # nobody reads it: no commit after 3595 s
+    commits = [(ts, 300) for ts in range(0, 3600, 5)] if commit_log else []
+    reports = statuses_with_commits(quiet + unread, commits, config)[len(quiet) :]
+    statuses = {r.ts_ms // 1000: r.status for r in reports}
+    # Not STALL from the old same-offset commits, not STOP from an hour without a new offset:
+    # the silence counts from 3600 s (caught up), so STOP once it passes the 60 s window.
+    before = {statuses[ts] for ts in (3615, 3630, 3645, 3660)}
+    # At worst lag rising 0 → 1; without commit timestamps, an offset unchanged for 3 cycles of lag is STALL.
+    assert before <= ({"OK", "WARN"} if commit_log else {"OK", "WARN", "STALL"})
+    assert {statuses[ts] for ts in (3675, 3690, 3705, 3720)} == {"STOP"}
+    assert reports[-1].reason.startswith(
+        "STOP: no commit for 2m since lag appeared (caught up at 01:00:00) > window 1m"
+    )
+
+
+def test_a_half_observation_waits_for_its_partner_bounded():
+    tracker = PartitionTracker()
+    for ts in range(1, 21):  # 20 committed halves whose lag never comes
+        tracker.wait_half(ts * 1000, False, 100.0 + ts, keep_ms=60_000)
+    assert len(tracker.waiting_halves) == MAX_WAITING_HALVES
+    assert tracker.take_half(20_000, True) is None  # wrong kind
+    assert tracker.take_half(20_000, False) == 120.0 and tracker.take_half(20_000, False) is None
+    tracker.wait_half(200_000, True, 5.0, keep_ms=60_000)  # older halves fall out of the window
+    assert tracker.waiting_halves == [(200_000, True, 5.0)]
+    assert PartitionTracker.from_state(tracker.to_state()).waiting_halves == [(200_000, True, 5.0)]
+    assert tracker.last_seen_ms == 200_000  # a waiting half keeps the partition in the state
+
+
+def test_committed_offset_below_the_log_start_is_loss_with_the_records_deleted_unread():
+    thresholds = Thresholds.for_group(LagConfig(window_s=60), "g")
+    tracker = PartitionTracker()
+    tracker.see_log_start(15_000, 100)
+    tracker.observe(0, 120, 80, thresholds, PERIOD_MS)
+    tracker.observe(15_000, 150, 60, thresholds, PERIOD_MS)  # ends 200 → 210: 10 records in 15 s
+    report = tracker.report(thresholds)
+    assert (report.status, report.retention_margin, report.retention_margin_s) == ("OK", 50, 75.0)
+    tracker.see_log_start(10_000, 500)  # an older reading, read late: ignored
+    tracker.see_log_start(30_000, 180)
+    tracker.observe(30_000, 150, 90, thresholds, PERIOD_MS)
+    report = tracker.report(thresholds)
+    assert (report.status, report.rule) == ("LOSS", "loss")
+    assert report.reason.startswith("LOSS: 30 records deleted unread (committed offset 150 < log start 180)")
+    assert (report.retention_margin, report.retention_margin_s) == (-30, 0.0)
+    assert PartitionTracker.from_state(tracker.to_state()).log_start_offset == 180

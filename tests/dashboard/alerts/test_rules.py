@@ -65,6 +65,8 @@ def test_default_rules_compile_and_cover_the_issue() -> None:
     assert rules["ConsumerGroupStalled"].labels["category"] == "lag"
     assert STATUS_ORDER.index(rules["ConsumerGroupStalled"].level) < STATUS_ORDER.index("STOP")
     assert rules["PipelineStale"].threshold == 60
+    margin = rules["RetentionMarginLow"]
+    assert (margin.source.table, margin.op, margin.threshold) == ("lag_1m", "<", 3600)
 
 
 @pytest.mark.parametrize(
