@@ -114,7 +114,7 @@ def run() -> list[Result]:
         admin = AdminClient({"bootstrap.servers": bootstrap})
         progress(f"creating {TOPICS} topics × {PARTITIONS} partitions on {bootstrap}")
         create_topics(admin)
-        produce_admin_records(bootstrap)
+        produce_admin_records(bootstrap, last_alone=False)
         for round_number in range(ROUNDS):
             progress(f"round {round_number + 1} of {ROUNDS}: {GROUPS:,} groups commit {PARTITIONS} partitions each")
             commit_groups(admin)
