@@ -117,7 +117,7 @@ def run() -> list[Result]:
         produce_admin_records(bootstrap, last_alone=False)
         for round_number in range(ROUNDS):
             progress(f"round {round_number + 1} of {ROUNDS}: {GROUPS:,} groups commit {PARTITIONS} partitions each")
-            commit_groups(admin)
+            commit_groups(admin, list(range(GROUPS)))
         partitions = len(admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions)
         commits, reader_cpu, sample_cpu, process_cpu = read_whole_log(bootstrap, partitions)
         progress(f"read {commits:,} commits: reader {reader_cpu:.2f} s CPU, samples {sample_cpu:.2f} s CPU")
