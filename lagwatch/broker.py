@@ -90,6 +90,11 @@ class BrokerProcess:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
+    @property
+    def name(self) -> str:
+        """How the logs name this broker."""
+        raise NotImplementedError
+
     def start(self) -> Self:
         raise NotImplementedError
 
@@ -103,7 +108,7 @@ class BrokerProcess:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
-        log.info("%s (pid %d) stopped", type(self).__name__, process.pid)
+        log.info("%s stopped", self.name)
 
     def pause(self) -> None:
         """SIGSTOP the broker (fault tests: a broker that hangs rather than dies)."""
@@ -134,6 +139,10 @@ class EmbeddedBroker(BrokerProcess):
     @property
     def bootstrap_servers(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def name(self) -> str:
+        return f"broker tansu on port {self.port}"
 
     def start(self, timeout_s: float = 15.0) -> EmbeddedBroker:
         url = f"tcp://127.0.0.1:{self.port}"

@@ -80,6 +80,9 @@ class KafkaLeadership:
                 "session.timeout.ms": session_ms,
                 "heartbeat.interval.ms": max(100, session_ms // 10),
                 "max.poll.interval.ms": 300_000,
+                # Sticky: an engine that joins later does not take partition 0 (and with it the
+                # sending) from the leader, so a notification is never sent by two engines.
+                "partition.assignment.strategy": "cooperative-sticky",
                 "enable.auto.commit": False,
                 "log_level": 3,
             }
