@@ -33,6 +33,10 @@ from api.snapshot import Snapshot
 
 LEVELS: tuple[str, ...] = ("cluster", "group", "group_topic", "partition")
 
+#: "0 OK, 1 WARN, …": the value of a status series, as its help text says.
+_SEVERITIES = ", ".join(f"{rank} {name}" for rank, name in enumerate(statuses.SEVERITY_ORDER))
+
+
 #: (name, type, help) in output order.
 FAMILIES: tuple[tuple[str, str, str], ...] = (
     # kafka-lag-exporter
@@ -59,7 +63,7 @@ FAMILIES: tuple[tuple[str, str, str], ...] = (
     (
         "lagwatch_consumergroup_status",
         "gauge",
-        "Group status as its severity (0 OK to 5 ERR), status and rule as labels",
+        f"Group status as its severity ({_SEVERITIES}), status and rule as labels",
     ),
     ("lagwatch_consumergroup_partition_status", "gauge", "Partition status as its severity, status and rule as labels"),
     (

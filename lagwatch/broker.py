@@ -83,8 +83,14 @@ class BrokerProcess:
     """
 
     _process: subprocess.Popen[bytes] | None = None
+    #: The loopback port its clients connect to.
+    port: int
     #: How long a SIGTERM may take before the process is killed.
     stop_timeout_s = 5.0
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
 
     @property
     def pid(self) -> int | None:
@@ -135,10 +141,6 @@ class EmbeddedBroker(BrokerProcess):
         self.port = port or free_port()
         self.log_path = Path(log_path) if log_path else None
         self._process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return f"127.0.0.1:{self.port}"
 
     @property
     def name(self) -> str:
