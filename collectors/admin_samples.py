@@ -172,10 +172,14 @@ def group_offset_samples(
 def group_log_start_samples(
     offsets: list[Sample], starts: dict[tuple[str, int], int], ts: int, make: SampleFactory
 ) -> list[Sample]:
-    """One `group_log_start_offset` per cycle committed_offset sample whose partition's start was read."""
+    """One `group_log_start_offset` per cycle committed_offset sample whose partition's start was read.
+
+    Built like the committed offsets (:class:`MetricSamples`): one sample per group-partition a cycle.
+    """
+    group_log_start = make.metric(ts=ts, source=SOURCE, metric=GROUP_LOG_START_METRIC, kind="gauge")
     return [
-        make(ts=ts, source=SOURCE, metric=GROUP_LOG_START_METRIC, kind="gauge", value=start,
-             topic=s.topic, partition=s.partition, group_id=s.group_id)
+        group_log_start(start, label_text(None, s.topic, s.partition, s.group_id, None),
+                        None, s.topic, s.partition, s.group_id)
         for s in offsets
         if s.metric == "committed_offset" and s.source == SOURCE
         and (start := starts.get((s.topic, s.partition))) is not None  # type: ignore[arg-type]
