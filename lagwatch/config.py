@@ -273,14 +273,27 @@ class SparkConfig(_Model):
 
 
 class LagConfig(_Model):
-    """Burrow-style evaluation: a sliding window of commits per partition."""
+    """How lag is judged: Burrow's sliding window of commits, with group membership as evidence.
 
-    window_s: float = Field(600, gt=0)
+    docs/rollups.md says how each knob moves detection time against false alarms.
+    """
+
+    #: The commit window: what REWIND, WARN (lag rising) and the usual commit gap look back over.
+    window_s: float = Field(300, gt=0)
+    #: lag > 0 and no commit for longer than this (or twice the partition's usual commit gap,
+    #: whichever is longer) → STOP.
+    stop_after_s: float = Field(30, gt=0)
+    #: A group seen with no members at this many collector cycles in a row, with lag and no commit
+    #: since → STOP.
+    empty_cycles: int = Field(2, ge=1)
+    #: A member owns the partition, and the committed offset is the same at this many collector
+    #: cycles in a row (and twice its usual run) while lag > 0 → STALL.
+    stall_cycles: int = Field(2, ge=2)
     #: Minimum (log_end_offset, ts) points before time lag is interpolated.
     min_history_points: int = Field(2, ge=2)
     #: Most (log_end_offset, ts) points kept per partition; older points are thinned, not dropped.
     history_points: int = Field(120, ge=4)
-    #: Observations in the commit window before STALL or WARN (lag rising) may be judged.
+    #: Observations in the commit window before STALL without membership or WARN (lag rising) may be judged.
     min_window_points: int = Field(3, ge=2)
     #: Per-group overrides: {"group-id" = {warn_lag = 1000, stop_after_s = 300}}.
     #: Keys: warn_lag, warn_time_lag_s, stop_after_s (see spark_jobs/lag_status.py).

@@ -37,6 +37,10 @@ GROUP_STATE_CODE: dict[str, int] = {name: code for code, name in enumerate(GROUP
 REBALANCING_CODES: frozenset[int] = frozenset(
     {GROUP_STATE_CODE["PreparingRebalance"], GROUP_STATE_CODE["CompletingRebalance"]}
 )
+#: The codes of a group without members: nobody will read its partitions.
+EMPTY_CODES: frozenset[int] = frozenset({GROUP_STATE_CODE["Empty"], GROUP_STATE_CODE["Dead"]})
+#: The code of a state the broker did not say (tansu): its member count means nothing then.
+UNKNOWN_CODE = GROUP_STATE_CODE["Unknown"]
 
 
 def group_state_name(code: float | int | None) -> str | None:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import logging
 import pickle
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -51,7 +52,14 @@ import pandas as pd
 from lagwatch.config import LagConfig
 from lagwatch.vocabulary import GROUP_LOG_START_METRIC
 from spark_jobs import membership
-from spark_jobs.lag_status import PartitionReport, PartitionTracker, Thresholds, summarize_group
+from spark_jobs.lag_status import (
+    GroupFacts,
+    Membership,
+    PartitionReport,
+    PartitionTracker,
+    Thresholds,
+    summarize_group,
+)
 from spark_jobs.windows import Columns, series_labels
 
 log = logging.getLogger(__name__)
@@ -253,17 +261,15 @@ def update_lag(
         track = groups.setdefault(group_key, {}).setdefault(where, PartitionTracker())
         observed = zip(ts[start:end], committed[start:end], lag[start:end], strict=True)
         partition_commits = commits.pop((*group_key, *where), [])
-        for report in fold_observations(track, thresholds_for(group_key[1]), observed, partition_commits):
+        evidence = partial(rows.evidence, group_key, where)
+        for report in fold_observations(track, thresholds_for(group_key[1]), observed, partition_commits, evidence):
             rows.add_partition(group_key, where, report)
     for (cluster_name, group, topic_name, number), partition_commits in commits.items():  # no observation here
         track = groups.setdefault((cluster_name, group), {}).setdefault((topic_name, number), PartitionTracker())
         for commit_ts, offset in partition_commits:
             track.commit(commit_ts, offset, thresholds_for(group))
     rows.add_late_readings(groups, thresholds_for)
-    group_rows = [
-        _group_row(key, groups[key], period, lag_config, rows.reports, memberships.get(key), readings)
-        for key, period in rows.newest_period.items()
-    ]
+    group_rows = [_group_row(key, groups[key], period, lag_config, rows) for key, period in rows.newest_period.items()]
     _forget_silent(groups, memberships, watermark_ms, lag_config)
     return _columns(rows.partition_rows, LAG_1M_COLUMNS), _columns(group_rows, GROUP_STATUS_COLUMNS)
 
@@ -279,6 +285,11 @@ class _Rows:
         self.partition_rows: list[tuple[Any, ...]] = []
         self.newest_period: dict[tuple[str, str], int] = {}
         self.reports: dict[tuple[str, str, str, int], PartitionReport] = {}
+
+    def evidence(self, group_key: tuple[str, str], where: tuple[str, int], ts_ms: int) -> Membership | None:
+        """The membership reading of the cycle at ts_ms, for the judgement (None: no reading)."""
+        owned = self.memberships.get(group_key)
+        return owned.evidence(where, ts_ms, self.readings, group_key) if owned is not None else None
 
     def add_partition(self, group_key: tuple[str, str], where: tuple[str, int], report: PartitionReport) -> None:
         period = report.ts_ms - report.ts_ms % PERIOD_MS
@@ -298,7 +309,8 @@ class _Rows:
             for where, stamps in wheres.items():
                 track = groups.get(group_key, {}).get(where)
                 if track is not None and (*group_key, *where) not in self.reports and track.last_ts_ms in stamps:
-                    self.add_partition(group_key, where, track.report(thresholds_for(group_key[1])))
+                    evidence = self.evidence(group_key, where, track.last_ts_ms)
+                    self.add_partition(group_key, where, track.report(thresholds_for(group_key[1]), evidence))
         for group_key, stamps in self.readings.touched_groups.items():
             tracks = groups.get(group_key)
             if tracks and group_key not in self.newest_period:
@@ -339,9 +351,10 @@ def fold_observations(
     thresholds: Thresholds,
     observations: Iterable[tuple[int, int, int]],
     commits: Sequence[tuple[int, int]] = (),
+    evidence: Callable[[int], Membership | None] = lambda _ts: None,
 ) -> list[PartitionReport]:
     """Observe in time order, each commit taken before the first observation after it; one
-    report per 1-minute window, taken at its newest observation."""
+    report per 1-minute window, taken at its newest observation with that cycle's membership."""
     reports: list[PartitionReport] = []
     pending = False
     next_commit = 0
@@ -349,7 +362,7 @@ def fold_observations(
         if ts <= track.last_ts_ms:
             continue  # duplicate or out of order: see PartitionTracker.observe
         if pending and ts - ts % PERIOD_MS != track.period_start_ms:
-            reports.append(track.report(thresholds))
+            reports.append(track.report(thresholds, evidence(track.last_ts_ms)))
         while next_commit < len(commits) and commits[next_commit][0] <= ts:
             track.commit(*commits[next_commit], thresholds)
             next_commit += 1
@@ -357,7 +370,7 @@ def fold_observations(
     for commit_ts, offset in commits[next_commit:]:
         track.commit(commit_ts, offset, thresholds)
     if pending:
-        reports.append(track.report(thresholds))
+        reports.append(track.report(thresholds, evidence(track.last_ts_ms)))
     return reports
 
 
@@ -390,13 +403,7 @@ def _partition_row(group_key: tuple[str, str], where: tuple[str, int], report: P
 
 
 def _group_row(
-    group_key: tuple[str, str],
-    tracks: GroupTracks,
-    period: int,
-    lag_config: LagConfig,
-    fresh_reports: dict[tuple[str, str, str, int], PartitionReport],
-    owned: membership.GroupMembership | None,
-    readings: membership.BatchReadings,
+    group_key: tuple[str, str], tracks: GroupTracks, period: int, lag_config: LagConfig, rows: _Rows
 ) -> tuple[Any, ...]:
     """A group_status row: every partition seen within one window of the group's newest observation.
 
@@ -406,12 +413,16 @@ def _group_row(
     thresholds = Thresholds.for_group(lag_config, group_key[1])
     newest = max(track.last_ts_ms for track in tracks.values())
     recent_ms = newest - int(lag_config.window_s * 1000)
-    summary = summarize_group(
-        (topic, partition, fresh_reports.get((*group_key, topic, partition)) or track.report(thresholds))
-        for (topic, partition), track in tracks.items()
+    owned = rows.memberships.get(group_key)
+    reports = [
+        (*where, rows.reports.get((*group_key, *where)) or _rejudge(rows, group_key, where, track, thresholds))
+        for where, track in tracks.items()
         if track.window_ts and track.last_ts_ms >= recent_ms  # only commits or waiting halves: no report yet
-    )
-    state, members = owned.group_at(newest, readings, group_key) if owned is not None else (None, None)
+    ]
+    rebalances = owned.rebalances(recent_ms, newest) if owned is not None else 0
+    facts = GroupFacts(_owners(rows, group_key, tracks), rebalances, lag_config.window_s)
+    summary = summarize_group(reports, facts)
+    state, members = owned.group_at(newest, rows.readings, group_key) if owned is not None else (None, None)
     return (
         group_key[0],
         group_key[1],
@@ -425,10 +436,27 @@ def _group_row(
         summary.topics,
         state,
         members,
-        owned.rebalances(recent_ms, newest) if owned is not None else 0,
+        rebalances,
         period,
         newest,
     )
+
+
+def _rejudge(
+    rows: _Rows, group_key: tuple[str, str], where: tuple[str, int], track: PartitionTracker, thresholds: Thresholds
+) -> PartitionReport:
+    """A partition not observed in this batch, judged again as of its newest observation."""
+    return track.report(thresholds, rows.evidence(group_key, where, track.last_ts_ms))
+
+
+def _owners(rows: _Rows, group_key: tuple[str, str], tracks: GroupTracks) -> dict[tuple[str, int], str]:
+    """Each partition's owner in the cycle of its newest observation, as the reason names it."""
+    owners = {}
+    for where, track in tracks.items():
+        evidence = rows.evidence(group_key, where, track.last_ts_ms) if track.window_ts else None
+        if evidence is not None and evidence.owner is not None:
+            owners[where] = evidence.owner
+    return owners
 
 
 def _forget_silent(

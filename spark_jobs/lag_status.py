@@ -20,12 +20,17 @@ point above it; time lag = observation time − that moment. Caught up (lag 0) i
 it is NULL with method `unknown` and the reason says why — never a made-up number, never
 NaN or inf. (No extrapolation from the produce rate: a guess would look like a measurement.)
 
-Status (Burrow's rules over the commit window; the first rule that matches wins). Rules 1, 4
-and 6 apply to a partition with commits from the commit log, rules 5 and 7 to one without
-(OffsetFetch only), the others to both. A consumer owes a commit only once there is something
-to read: rules 4–7 count from the later of the last commit (or offset change) and the last
+Status (Burrow's rules over the commit window, with the group's membership as evidence; the
+first rule that matches wins). A consumer owes a commit only once there is something to read:
+the time rules count from the later of the last commit (or offset change) and the last
 observation with lag 0, so a group caught up on a quiet topic stays OK however long it has not
-committed, and is not STOP the moment a record lands after hours of silence:
+committed, and is not STOP the moment a record lands after hours of silence.
+
+Membership (:class:`Membership`) is what the group coordinator said in the observation's own
+collector cycle: whether the group had members, for how many cycles in a row it had none, and
+who owned the partition. Without a reading for that cycle (tansu describes no members, or the
+describe did not answer) the membership rules are skipped and a STOP or STALL reason says it
+was judged by time alone.
 
 0. the committed offset is below the partition's newest log start → LOSS (`loss`): "LOSS: 150
    records deleted unread (committed offset 30 < log start 180)"; nothing else matters then.
@@ -33,22 +38,31 @@ committed, and is not STOP the moment a record lands after hours of silence:
    when caught up now: those records were read twice, however short-lived the rewind was.
 2. lag 0 at the newest observation → OK (`caught_up`).
 3. the committed offset went back between two observations in the window → REWIND (`rewind`).
-4. lag > 0 and no commit for longer than ``stop_after_s`` (default: the window, ``window_s``)
-   → STOP (`stop`): "STOP: no commit for 12m > window 10m (last commit at 10:02:03, …)".
-5. lag > 0 and the committed offset has not changed for longer than ``stop_after_s`` → STOP
-   (`stop`).
-6. lag > 0, at least ``min_window_points`` commits in the window, all of the same offset, and
+4. lag > 0, the group had no members at the newest ``empty_cycles`` cycles, and no commit since
+   the first of them → STOP (`stop_empty`): nobody is left to read, so there is no need to wait
+   out a silence.
+5. lag > 0 and silent for longer than ``stop_after_s`` or twice the partition's usual commit gap
+   in the window, whichever is longer → STOP (`stop`). Silent means no commit (commit log), or
+   the committed offset unchanged (OffsetFetch only). A member that still owns the partition
+   does not prevent it: a killed consumer stays a member until its session times out, and one
+   that holds its partitions without committing is not consuming either; the reason names it.
+6. lag > 0, a member owns the partition in this cycle, and the committed offset is the same at
+   the newest ``stall_cycles`` observations (and at least twice as many as its longest earlier
+   standstill in the window) → STALL (`stall_owned`): alive in the group, not moving.
+7. lag > 0, at least ``min_window_points`` commits in the window, all of the same offset, and
    the newest no older than the longest gap between them (commits keep arriving) → STALL
    (`stall`). A consumer that stopped committing is never STALL on its way to STOP.
-7. lag > 0 and the committed offset is the same at every observation of the window, with at
-   least ``min_window_points`` observations → STALL (`stall`). Without commit timestamps
-   the difference to STOP is duration: not moving for a whole window is STALL, not moving for
-   longer than ``stop_after_s`` is STOP.
-8. lag never fell during the window, rose overall, over ≥ ``min_window_points`` observations,
+8. lag > 0 and the committed offset is the same at every observation of the window, with at
+   least ``min_window_points`` observations (no commit log) → STALL (`stall`).
+9. lag never fell during the window, rose overall, over ≥ ``min_window_points`` observations,
    → WARN (`lag_rising`).
-9. per-group thresholds (``[lag.group_thresholds]``): lag > ``warn_lag`` → WARN (`warn_lag`);
-   time lag > ``warn_time_lag_s`` → WARN (`warn_time_lag_s`).
-10. otherwise OK (`ok`).
+10. per-group thresholds (``[lag.group_thresholds]``): lag > ``warn_lag`` → WARN (`warn_lag`);
+    time lag > ``warn_time_lag_s`` → WARN (`warn_time_lag_s`).
+11. otherwise OK (`ok`).
+
+A group's status is its worst partition's; its reason adds the facts that explain it
+(:func:`summarize_group`): the member and host owning that partition, how many partitions are
+not OK, a hot partition holding most of the group's lag, and the rebalances in the window.
 """
 
 from __future__ import annotations
@@ -57,6 +71,7 @@ import math
 from bisect import bisect_right
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from lagwatch.config import LagConfig
@@ -72,27 +87,44 @@ class Thresholds:
 
     window_s: float
     stop_after_s: float
-    stop_after_name: str  # how the reason names the STOP limit: "window" or "stop_after_s"
     min_window_points: int
     min_history_points: int
     history_points: int
+    empty_cycles: int = 2
+    stall_cycles: int = 2
     warn_lag: float | None = None
     warn_time_lag_s: float | None = None
 
     @classmethod
     def for_group(cls, config: LagConfig, group_id: str) -> Thresholds:
         overrides = config.group_thresholds.get(group_id, {})
-        stop_after = overrides.get("stop_after_s")
         return cls(
             window_s=config.window_s,
-            stop_after_s=config.window_s if stop_after is None else stop_after,
-            stop_after_name="window" if stop_after is None else "stop_after_s",
+            stop_after_s=overrides.get("stop_after_s", config.stop_after_s),
             min_window_points=config.min_window_points,
             min_history_points=config.min_history_points,
             history_points=config.history_points,
+            empty_cycles=config.empty_cycles,
+            stall_cycles=config.stall_cycles,
             warn_lag=overrides.get("warn_lag"),
             warn_time_lag_s=overrides.get("warn_time_lag_s"),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """What the group coordinator said in one collector cycle, as evidence for the judgement."""
+
+    #: Cycles in a row, up to this one, at which the group had no members (0: it has members).
+    empty_cycles: int
+    #: The first cycle of that run (-1 when the group has members).
+    empty_since_ms: int
+    #: Who owns the partition in this cycle, "client-1 on /10.0.0.5"; None: no member owns it.
+    owner: str | None
+
+
+#: A partition's usual commit gap (or standstill) counts double before its silence is alarming.
+USUAL_GAP_FACTOR = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -237,12 +269,14 @@ def judge(
     commits: Commits = ((), ()),
     caught_up_ms: int = -1,
     log_start: int | None = None,
+    membership: Membership | None = None,
 ) -> Verdict:
-    """Burrow's rules plus per-group thresholds over one partition's commit window (module docstring).
+    """Burrow's rules with membership as evidence, plus per-group thresholds (module docstring).
 
     ``commits`` are the commit log's (commit ts, offset) lists in time order, empty without it;
-    ``caught_up_ms`` is the newest observation with lag 0 (-1: none), where rules 4–7 start counting;
-    ``log_start`` the partition's newest log start offset (None: not read).
+    ``caught_up_ms`` is the newest observation with lag 0 (-1: none), where the time rules start;
+    ``log_start`` the partition's newest log start offset (None: not read); ``membership`` the
+    coordinator's word in the newest observation's cycle (None: no reading).
     """
     now_ms, committed, lag = window_ts[-1], window_committed[-1], window_lag[-1]
     if log_start is not None and committed < log_start:
@@ -271,16 +305,18 @@ def judge(
             f"REWIND: committed offset went back from {window_committed[back - 1]} to {window_committed[back]} "
             f"at {_clock(window_ts[back])}",
         )
-    points = len(window_ts)
+    window = _Window(
+        window_ts, window_committed, window_lag, committed_since_ms, caught_up_ms, commit_ts, commit_offset
+    )
     verdict = (
-        _judge_commits(now_ms, lag, commit_ts, commit_offset, thresholds, caught_up_ms)
-        if commit_ts
-        else _judge_unchanged(
-            now_ms, committed, lag, window_ts, window_committed[0], committed_since_ms, thresholds, caught_up_ms
-        )
+        _stop_empty(window, thresholds, membership)
+        or _stop_silent(window, thresholds, membership)
+        or _stall_owned(window, thresholds, membership)
+        or (_stall_commits(window, thresholds) if commit_ts else _stall_unchanged(window, thresholds, membership))
     )
     if verdict is not None:
         return verdict
+    points = len(window_ts)
     if (
         points >= thresholds.min_window_points
         and lag > window_lag[0]
@@ -312,74 +348,151 @@ def _went_back(offsets: Sequence[int]) -> int:
     return 0
 
 
-def _judge_unchanged(
-    now_ms: int,
-    committed: int,
-    lag: int,
-    window_ts: Sequence[int],
-    first_committed: int,
-    committed_since_ms: int,
-    thresholds: Thresholds,
-    caught_up_ms: int,
-) -> Verdict | None:
-    """Rules 5 and 7 (STOP, STALL by how long the offset stood still) for a partition with lag > 0."""
-    unchanged_s = (now_ms - max(committed_since_ms, caught_up_ms)) / 1000.0
-    points = len(window_ts) - bisect_right(window_ts, caught_up_ms)  # observations with lag since caught up
-    if unchanged_s > thresholds.stop_after_s:
-        return Verdict(
-            "STOP",
-            "stop",
-            f"STOP: no commit for {format_duration(unchanged_s)}{_since_caught_up(committed_since_ms, caught_up_ms)} "
-            f"> {thresholds.stop_after_name} {format_duration(thresholds.stop_after_s)} "
-            f"(committed offset {committed}, lag {lag})",
-        )
-    if points >= thresholds.min_window_points and first_committed == committed:
-        return Verdict(
-            "STALL",
-            "stall",
-            f"STALL: committed offset {committed} not moving for {format_duration(unchanged_s)} "
-            f"({points} observations) while lag is {lag}",
-        )
-    return None
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """One partition's commit window as the lag > 0 rules read it."""
+
+    ts: Sequence[int]
+    committed: Sequence[int]
+    lag: Sequence[int]
+    committed_since_ms: int
+    caught_up_ms: int
+    commit_ts: Sequence[int]
+    commit_offset: Sequence[int]
+
+    @property
+    def now_ms(self) -> int:
+        return self.ts[-1]
+
+    @property
+    def last_move_ms(self) -> int:
+        """The newest commit (commit log), else when the committed offset last changed."""
+        return self.commit_ts[-1] if self.commit_ts else self.committed_since_ms
+
+    def silent_s(self) -> float:
+        """Seconds without a commit (or offset change) since there was something to read."""
+        return (self.now_ms - max(self.last_move_ms, self.caught_up_ms)) / 1000.0
+
+    def usual_gap_s(self) -> float:
+        """The longest gap between commits (or offset changes) while there was lag, in the window;
+        0 with fewer than two of them. A consumer that commits once a minute is not silent at 40 s."""
+        if self.commit_ts:
+            stamps = self.commit_ts[bisect_right(self.commit_ts, self.caught_up_ms) :]
+        else:
+            start = bisect_right(self.ts, self.caught_up_ms)
+            moved = range(max(start, 1), len(self.ts))
+            stamps = [self.ts[i] for i in moved if self.committed[i] != self.committed[i - 1]]
+        return max((b - a for a, b in pairwise(stamps)), default=0) / 1000.0
+
+    def standstills(self) -> tuple[int, int]:
+        """(observations at the current committed offset since lag appeared, the longest earlier
+        run of one offset in the window that then moved: a lower bound of the usual standstill)."""
+        start = bisect_right(self.ts, self.caught_up_ms)
+        runs, run = [], 0
+        for i in range(start, len(self.ts)):
+            if i > start and self.committed[i] != self.committed[i - 1]:
+                runs.append(run)
+                run = 0
+            run += 1
+        return run, max(runs, default=0)
 
 
-def _since_caught_up(last_commit_ms: int, caught_up_ms: int) -> str:
+def _since_caught_up(last_move_ms: int, caught_up_ms: int) -> str:
     """The reason's note when the silence is counted from the last caught-up observation."""
-    return f" since lag appeared (caught up at {_clock(caught_up_ms)})" if caught_up_ms > last_commit_ms else ""
+    return f" since lag appeared (caught up at {_clock(caught_up_ms)})" if caught_up_ms > last_move_ms else ""
 
 
-def _judge_commits(
-    now_ms: int,
-    lag: int,
-    commit_ts: Sequence[int],
-    commit_offset: Sequence[int],
-    thresholds: Thresholds,
-    caught_up_ms: int,
-) -> Verdict | None:
-    """Rules 4 and 6 (STOP, STALL from commit timestamps) for a partition with lag > 0."""
-    silent_s = (now_ms - max(commit_ts[-1], caught_up_ms)) / 1000.0
-    if silent_s > thresholds.stop_after_s:
-        return Verdict(
-            "STOP",
-            "stop",
-            f"STOP: no commit for {format_duration(silent_s)}{_since_caught_up(commit_ts[-1], caught_up_ms)} "
-            f"> {thresholds.stop_after_name} "
-            f"{format_duration(thresholds.stop_after_s)} (last commit at {_clock(commit_ts[-1])}, "
-            f"committed offset {commit_offset[-1]}, lag {lag})",
-        )
-    after = bisect_right(commit_ts, caught_up_ms)  # commits made while there was something to read
-    commit_ts, commit_offset = commit_ts[after:], commit_offset[after:]
+def _evidence(membership: Membership | None) -> str:
+    """What a time rule's reason says of membership: it had none, or what it said."""
+    if membership is None:
+        return ", judged by time: no membership reading"
+    if membership.owner is not None:
+        return f", while {membership.owner} still owns it"
+    return ", no member owns it"
+
+
+def _stop_empty(window: _Window, thresholds: Thresholds, membership: Membership | None) -> Verdict | None:
+    """Rule 4: no members for ``empty_cycles`` cycles and no commit since."""
+    if membership is None or membership.empty_cycles < thresholds.empty_cycles:
+        return None
+    committed_since = window.commit_ts[-1] if window.commit_ts else window.committed_since_ms
+    if committed_since > membership.empty_since_ms:
+        return None  # commits without members: assign()-style consumers, judged by time
+    return Verdict(
+        "STOP",
+        "stop_empty",
+        f"STOP: group empty for {membership.empty_cycles} cycles since {_clock(membership.empty_since_ms)}, "
+        f"no commit since (committed offset {window.committed[-1]}, lag {window.lag[-1]})",
+    )
+
+
+def _stop_silent(window: _Window, thresholds: Thresholds, membership: Membership | None) -> Verdict | None:
+    """Rule 5: silent for longer than stop_after_s or twice the usual gap."""
+    silent_s = window.silent_s()
+    usual_s = USUAL_GAP_FACTOR * window.usual_gap_s()
+    limit = f"stop_after_s {format_duration(thresholds.stop_after_s)}"
+    if usual_s > thresholds.stop_after_s:
+        limit = f"{USUAL_GAP_FACTOR} x usual gap {format_duration(usual_s / USUAL_GAP_FACTOR)}"
+    if silent_s <= max(thresholds.stop_after_s, usual_s):
+        return None
+    since = _since_caught_up(window.last_move_ms, window.caught_up_ms)
+    if window.commit_ts:
+        last = _clock(window.commit_ts[-1])
+        what = f"no commit for {format_duration(silent_s)}{since} > {limit} (last commit at {last}, "
+    else:
+        what = f"committed offset unchanged for {format_duration(silent_s)}{since} > {limit} ("
+    return Verdict(
+        "STOP",
+        "stop",
+        f"STOP: {what}committed offset {window.committed[-1]}, lag {window.lag[-1]}){_evidence(membership)}",
+    )
+
+
+def _stall_owned(window: _Window, thresholds: Thresholds, membership: Membership | None) -> Verdict | None:
+    """Rule 6: owned by a member, the offset standing still for stall_cycles (and twice its usual run)."""
+    if membership is None or membership.owner is None:
+        return None
+    run, usual_run = window.standstills()
+    if run < max(thresholds.stall_cycles, USUAL_GAP_FACTOR * usual_run):
+        return None
+    standing_s = (window.now_ms - window.ts[-run]) / 1000.0
+    return Verdict(
+        "STALL",
+        "stall_owned",
+        f"STALL: committed offset {window.committed[-1]} unchanged at {run} cycles ({format_duration(standing_s)}) "
+        f"while {membership.owner} owns it, lag {window.lag[-1]}",
+    )
+
+
+def _stall_unchanged(window: _Window, thresholds: Thresholds, membership: Membership | None) -> Verdict | None:
+    """Rule 8 (no commit log): the same committed offset at every observation of the window."""
+    points = len(window.ts) - bisect_right(window.ts, window.caught_up_ms)  # observations with lag since caught up
+    if points < thresholds.min_window_points or window.committed[0] != window.committed[-1]:
+        return None
+    return Verdict(
+        "STALL",
+        "stall",
+        f"STALL: committed offset {window.committed[-1]} not moving for {format_duration(window.silent_s())} "
+        f"({points} observations) while lag is {window.lag[-1]}{_evidence(membership)}",
+    )
+
+
+def _stall_commits(window: _Window, thresholds: Thresholds) -> Verdict | None:
+    """Rule 7 (commit log): commits keep arriving, all of one offset."""
+    after = bisect_right(window.commit_ts, window.caught_up_ms)  # commits made while there was something to read
+    commit_ts, commit_offset = window.commit_ts[after:], window.commit_offset[after:]
     count = len(commit_ts)
-    if count >= thresholds.min_window_points and all(offset == commit_offset[-1] for offset in commit_offset):
-        longest_gap_ms = max(commit_ts[i] - commit_ts[i - 1] for i in range(1, count))
-        if now_ms - commit_ts[-1] <= longest_gap_ms:
-            return Verdict(
-                "STALL",
-                "stall",
-                f"STALL: {count} commits of offset {commit_offset[-1]} in "
-                f"{format_duration((commit_ts[-1] - commit_ts[0]) / 1000)} while lag is {lag}",
-            )
-    return None
+    if count < thresholds.min_window_points or any(offset != commit_offset[-1] for offset in commit_offset):
+        return None
+    longest_gap_ms = max(commit_ts[i] - commit_ts[i - 1] for i in range(1, count))
+    if window.now_ms - commit_ts[-1] > longest_gap_ms:
+        return None
+    return Verdict(
+        "STALL",
+        "stall",
+        f"STALL: {count} commits of offset {commit_offset[-1]} in "
+        f"{format_duration((commit_ts[-1] - commit_ts[0]) / 1000)} while lag is {window.lag[-1]}",
+    )
 
 
 #: Halves of observations a partition keeps waiting for their partner (a few cycles' worth).
@@ -510,8 +623,8 @@ class PartitionTracker:
         if keep_from > 0:
             del self.window_ts[:keep_from], self.window_committed[:keep_from], self.window_lag[:keep_from]
 
-    def report(self, thresholds: Thresholds) -> PartitionReport:
-        """The lag_1m values as of the newest observation."""
+    def report(self, thresholds: Thresholds, membership: Membership | None = None) -> PartitionReport:
+        """The lag_1m values as of the newest observation (``membership``: its cycle's reading)."""
         now_ms, committed, lag = self.window_ts[-1], self.window_committed[-1], self.window_lag[-1]
         span_ms = now_ms - self.window_ts[0]
         consume_rate = _rate(self.window_committed[0], committed, span_ms)
@@ -530,6 +643,7 @@ class PartitionTracker:
             (self.commit_ts, self.commit_offset),
             self.caught_up_ms,
             log_start,
+            membership,
         )
         margin = None if log_start is None else committed - log_start
         return PartitionReport(
@@ -589,17 +703,43 @@ class GroupSummary:
     topics: str
 
 
-def summarize_group(partitions: Iterable[tuple[str, int, PartitionReport]]) -> GroupSummary:
-    """A group's status is its worst partition's, with that partition named in the reason."""
+#: A partition is hot when its lag is at least HOT_RATIO times the mean of the group's others
+#: and at least HOT_MIN_LAG records (a few records of skew explain nothing).
+HOT_RATIO, HOT_MIN_LAG = 5, 100
+
+
+@dataclass(frozen=True, slots=True)
+class GroupFacts:
+    """What the group's membership adds to its reason: owners of partitions, rebalances in the window."""
+
+    owners: dict[tuple[str, int], str] = field(default_factory=dict)
+    rebalances: int = 0
+    window_s: float = 0.0
+
+
+def summarize_group(
+    partitions: Iterable[tuple[str, int, PartitionReport]], facts: GroupFacts | None = None
+) -> GroupSummary:
+    """A group's status is its worst partition's; the reason names that partition and its owner,
+    then how many are not OK, a hot partition and the rebalances: why, in one line."""
     rows = sorted(partitions, key=lambda item: (item[0], item[1]))
     if not rows:
         raise ValueError("summarize_group needs at least one partition report")
+    facts = facts or GroupFacts()
     worst_topic, worst_partition, worst = max(rows, key=lambda item: STATUS_SEVERITY.get(item[2].status, 0))
     not_ok = sum(1 for _, _, report in rows if report.status != "OK")
     time_lags = [report.time_lag_s for _, _, report in rows if report.time_lag_s is not None]
-    reason = f"{worst.reason} [{worst_topic}/{worst_partition}]"
+    owner = facts.owners.get((worst_topic, worst_partition))
+    named = f", owner {owner}" if owner and owner not in worst.reason else ""
+    reason = f"{worst.reason} [{worst_topic}/{worst_partition}{named}]"
     if not_ok:
         reason += f"; {not_ok} of {len(rows)} partitions not OK"
+    hot = hot_partition(rows)
+    if hot:
+        reason += f"; {hot}"
+    if facts.rebalances:
+        plural = "s" if facts.rebalances > 1 else ""
+        reason += f"; {facts.rebalances} rebalance{plural} in {format_duration(facts.window_s)}"
     return GroupSummary(
         status=worst.status,
         rule=worst.rule,
@@ -610,3 +750,15 @@ def summarize_group(partitions: Iterable[tuple[str, int, PartitionReport]]) -> G
         partitions=len(rows),
         topics=",".join(sorted({topic for topic, _, _ in rows})),
     )
+
+
+def hot_partition(rows: Sequence[tuple[str, int, PartitionReport]]) -> str | None:
+    """ "hot partition t/3 has 92% of the lag" when one partition's lag dwarfs the others'."""
+    if len(rows) < 2:
+        return None
+    topic, partition, top = max(rows, key=lambda item: item[2].lag)
+    total = sum(report.lag for _, _, report in rows)
+    others_mean = (total - top.lag) / (len(rows) - 1)
+    if top.lag < HOT_MIN_LAG or top.lag < HOT_RATIO * others_mean:
+        return None
+    return f"hot partition {topic}/{partition} has {100 * top.lag / total:.0f}% of the lag"

@@ -34,7 +34,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from lagwatch.membership import GROUP_STATE_METRIC, PARTITION_ASSIGNED_METRIC, REBALANCING_CODES, group_state_name
+from lagwatch.membership import (
+    EMPTY_CODES,
+    GROUP_STATE_METRIC,
+    PARTITION_ASSIGNED_METRIC,
+    REBALANCING_CODES,
+    UNKNOWN_CODE,
+    group_state_name,
+)
+from spark_jobs.lag_status import Membership
 from spark_jobs.windows import series_labels
 
 GroupKey = tuple[str, str]
@@ -44,7 +52,9 @@ Owner = tuple[str | None, str | None, str | None]
 _LABELS: tuple[str, ...] = ("cluster", "metric", "group_id", "topic", "partition", "client_id")
 #: Slots of an owner reading and of a group reading (plain lists: they pickle at C speed).
 _TS, _MEMBER, _CLIENT, _HOST, _CHANGES = range(5)
-_STATE, _MEMBERS, _PREVIOUS_MEMBERS, _EVENTS = range(1, 5)
+_STATE, _MEMBERS, _PREVIOUS_MEMBERS, _EVENTS, _EMPTY_RUN = range(1, 6)
+#: Stamps an empty run keeps: its first and the newest few (enough to count up to empty_cycles).
+_EMPTY_RUN_KEPT = 8
 
 
 @dataclass(slots=True)
@@ -53,8 +63,9 @@ class GroupMembership:
 
     #: (topic, partition) -> [ts, member_id, client_id, host, [owner change ts, …]]
     owners: dict[Where, list[Any]] = field(default_factory=dict)
-    #: [ts, state code, members, the previous reading's members, [rebalance event ts, …]]
-    group: list[Any] = field(default_factory=lambda: [-1, None, None, None, []])
+    #: [ts, state code, members, the previous reading's members, [rebalance event ts, …],
+    #:  [ts of each cycle in the current run of readings without members (first + newest)]]
+    group: list[Any] = field(default_factory=lambda: [-1, None, None, None, [], []])
 
     def observe_owner(self, where: Where, ts: int, owner: Owner, keep_ms: int) -> None:
         """Take one cycle's owner of a partition; an older or repeated cycle changes nothing."""
@@ -83,6 +94,7 @@ class GroupMembership:
         if metric == GROUP_STATE_METRIC:
             group[_STATE] = int(value)
             rebalanced = group[_STATE] in REBALANCING_CODES
+            _extend_empty_run(group[_EMPTY_RUN], ts, group[_STATE])
         else:
             group[_MEMBERS] = int(value)
             rebalanced = group[_PREVIOUS_MEMBERS] is not None and group[_MEMBERS] != group[_PREVIOUS_MEMBERS]
@@ -103,6 +115,21 @@ class GroupMembership:
         reading = (group[_STATE], group[_MEMBERS]) if group[_TS] == ts else batch.groups.get((key, ts), (None, None))
         return group_state_name(reading[0]), reading[1]
 
+    def evidence(self, where: Where, ts: int, batch: BatchReadings, key: GroupKey) -> Membership | None:
+        """The coordinator's word at the cycle `ts` for the judgement; None without a known state."""
+        group = self.group
+        state = group[_STATE] if group[_TS] == ts else batch.groups.get((key, ts), (None, None))[0]
+        if state is None or state == UNKNOWN_CODE:  # tansu: members unknown, whatever it counts
+            return None
+        run = group[_EMPTY_RUN]
+        empty = state in EMPTY_CODES and bool(run) and run[0] <= ts
+        owner = self.owner_at(where, ts, batch, key)
+        return Membership(
+            empty_cycles=bisect_right(run, ts) if empty else 0,
+            empty_since_ms=run[0] if empty else -1,
+            owner=_owner_text(owner) if owner is not None and owner[0] is not None else None,
+        )
+
     def owner_changes(self, where: Where, start_ms: int, end_ms: int) -> int:
         slot = self.owners.get(where)
         return 0 if slot is None else _count_between(slot[_CHANGES], start_ms, end_ms)
@@ -119,6 +146,22 @@ class GroupMembership:
         for where in [w for w, slot in self.owners.items() if slot[_TS] < oldest_ms]:
             del self.owners[where]
         return not self.owners and self.group[_TS] < oldest_ms
+
+
+def _extend_empty_run(run: list[int], ts: int, state: int) -> None:
+    """Add a cycle to the run of readings without members, or end the run (in place)."""
+    if state not in EMPTY_CODES:
+        run.clear()
+    elif not run or ts > run[-1]:
+        run.append(ts)
+        if len(run) > _EMPTY_RUN_KEPT:
+            del run[1]  # keep the first: the run's start is what the reason names
+
+
+def _owner_text(owner: Owner) -> str:
+    """ "client-1 on /10.0.0.5" (the member id when the client id is missing)."""
+    member, client, host = owner
+    return f"{client or member} on {host}" if host else f"{client or member}"
 
 
 def _count_between(stamps: list[int], start_ms: int, end_ms: int) -> int:
@@ -174,7 +217,11 @@ def encode(memberships: dict[GroupKey, GroupMembership]) -> bytes:
 
 
 def decode(blob: bytes) -> dict[GroupKey, GroupMembership]:
-    return {key: GroupMembership(owners, group) for key, (owners, group) in pickle.loads(blob).items()}
+    """State saved before empty runs were kept gets an empty run."""
+    return {
+        key: GroupMembership(owners, group if len(group) > _EMPTY_RUN else [*group, []])
+        for key, (owners, group) in pickle.loads(blob).items()
+    }
 
 
 def forget_silent(memberships: dict[GroupKey, GroupMembership], oldest_ms: int) -> None:

@@ -18,11 +18,18 @@ from spark_jobs import job
 
 
 def workload_config(
-    make_config: Callable[..., Config], prefix: str, interval_s: float, stop_after: dict[str, float], **lag: Any
+    make_config: Callable[..., Config],
+    prefix: str,
+    interval_s: float,
+    stop_after: dict[str, float],
+    describe_groups: bool = False,
+    **lag: Any,
 ) -> Config:
-    """Collect groups named `prefix-…` every interval_s, no describe; `stop_after`: group → stop_after_s."""
+    """Collect groups named `prefix-…` every interval_s (membership only with describe_groups);
+    `stop_after`: group → stop_after_s."""
+    collect = {"interval_s": interval_s, "timeout_s": 2, "describe_groups": describe_groups}
     config = make_config(
-        collect={"interval_s": interval_s, "timeout_s": 2, "describe_groups": False, "groups_allow": [f"^{prefix}-"]},
+        collect={**collect, "groups_allow": [f"^{prefix}-"]},
         lag={"group_thresholds": {group: {"stop_after_s": s} for group, s in stop_after.items()}, **lag},
     )
     ensure_topic(transport_client_config(config), config.transport.samples_topic, config.transport.samples_partitions)

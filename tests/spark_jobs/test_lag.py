@@ -98,7 +98,8 @@ def test_stall_and_group_status_from_state(emitted):
     assert measured(stalled) == (500, 610, 110, 110, None, "unknown")
     assert (stalled.status, stalled.rule) == ("STALL", "stall")
     assert stalled.reason == (
-        "STALL: committed offset 500 not moving for 30s (3 observations) while lag is 110; time lag unknown: "
+        "STALL: committed offset 500 not moving for 30s (3 observations) while lag is 110, judged by time: "
+        "no membership reading; time lag unknown: "
         "committed offset 500 is older than the log-end history (oldest point 600 at 00:00:00)"
     )
     (group,) = emitted["group_status"][2]

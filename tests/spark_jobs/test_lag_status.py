@@ -10,6 +10,8 @@ import pytest
 from lagwatch.config import ConfigError, LagConfig, parse_config
 from spark_jobs.lag_status import (
     MAX_WAITING_HALVES,
+    GroupFacts,
+    Membership,
     PartitionReport,
     PartitionTracker,
     Thresholds,
@@ -67,12 +69,13 @@ def test_committed_offset_older_than_history_is_unknown():
     )
 
 
-def test_stop_when_no_commit_for_longer_than_the_window():
+def test_stop_when_the_offset_stands_still_for_longer_than_stop_after_s():
     observations = [(minute * 60, 500, 100 + minute) for minute in range(13)]  # 0 … 12 minutes
-    report = track(observations, LagConfig(window_s=600))
+    report = track(observations, LagConfig(window_s=600, stop_after_s=600))
     assert (report.status, report.rule) == ("STOP", "stop")
     assert report.reason == (
-        "STOP: no commit for 12m > window 10m (committed offset 500, lag 112); "
+        "STOP: committed offset unchanged for 12m > stop_after_s 10m (committed offset 500, lag 112), "
+        "judged by time: no membership reading; "
         "time lag unknown: committed offset 500 is older than the log-end history (oldest point 600 at 00:00:00)"
     )
 
@@ -114,7 +117,9 @@ def test_group_thresholds_name_the_threshold():
         "WARN: time lag 8s > warn_time_lag_s 5s",
     )
     strict = track([(0, 500, 10), (60, 500, 20), (180, 500, 30)], config, "strict")
-    assert strict.reason.startswith("STOP: no commit for 3m > stop_after_s 2m (committed offset 500, lag 30);")
+    assert strict.reason.startswith(
+        "STOP: committed offset unchanged for 3m > stop_after_s 2m (committed offset 500, lag 30)"
+    )
     other = track([(0, 100, 60), (15, 200, 60), (30, 300, 60)], config, "other-group")
     assert other.status == "OK"
 
@@ -181,7 +186,7 @@ def test_group_takes_its_worst_partition():
     warn = track([(0, 100, 10), (15, 200, 20), (30, 300, 30)])
     summary = summarize_group([("t2", 0, ok), ("t1", 1, stop), ("t1", 0, warn)])
     assert (summary.status, summary.rule) == ("STOP", "stop")
-    assert summary.reason == f"{stop.reason} [t1/1]; 2 of 3 partitions not OK"
+    assert summary.reason == f"{stop.reason} [t1/1]; 2 of 3 partitions not OK; hot partition t1/1 has 77% of the lag"
     assert (summary.total_lag, summary.max_lag, summary.partitions, summary.topics) == (130, 100, 3, "t1,t2")
     assert summary.max_time_lag_s == max(r.time_lag_s for r in (stop, ok, warn) if r.time_lag_s is not None)
 
@@ -232,7 +237,7 @@ def test_commits_of_the_same_offset_every_2s_are_stall_and_stay_stall():
 
 
 def test_a_consumer_that_stops_committing_is_stop_and_never_stall_on_the_way():
-    config = LagConfig(window_s=60)
+    config = LagConfig(window_s=60, stop_after_s=60)
     commits = [(ts, 500 + ts) for ts in range(0, 31, 2)]  # moving, then silent after 30 s
     reports = statuses_with_commits([(ts, 530, 100) for ts in range(35, 181, 5)], commits, config)
     statuses = [r.status for r in reports]
@@ -241,7 +246,7 @@ def test_a_consumer_that_stops_committing_is_stop_and_never_stall_on_the_way():
     assert reports[first_stop].ts_ms == 95_000  # first observation more than 60 s after the commit at 30 s
     assert set(statuses[first_stop:]) == {"STOP"} and set(statuses[:first_stop]) == {"OK"}
     assert reports[-1].reason.startswith(
-        "STOP: no commit for 2m30s > window 1m (last commit at 00:00:30, committed offset 530, lag 100)"
+        "STOP: no commit for 2m30s > stop_after_s 1m (last commit at 00:00:30, committed offset 530, lag 100)"
     )
 
 
@@ -278,20 +283,21 @@ def test_caught_up_on_a_quiet_topic_stays_ok_however_long_it_has_not_committed()
 @pytest.mark.parametrize("commit_log", [True, False])
 def test_a_record_landing_after_hours_of_quiet_is_not_stop_until_it_stays_unread(commit_log: bool):
     # Auto-commit re-commits the caught-up offset every 5 s for an hour; then one record lands.
-    config = LagConfig(window_s=60)
+    config = LagConfig(window_s=60, stop_after_s=60)
     quiet = [(ts, 300, 0) for ts in range(15, 3601, 15)]
     unread = [(ts, 300, 1) for ts in range(3615, 3721, 15)]  # nobody reads it: no commit after 3595 s
     commits = [(ts, 300) for ts in range(0, 3600, 5)] if commit_log else []
     reports = statuses_with_commits(quiet + unread, commits, config)[len(quiet) :]
     statuses = {r.ts_ms // 1000: r.status for r in reports}
     # Not STALL from the old same-offset commits, not STOP from an hour without a new offset:
-    # the silence counts from 3600 s (caught up), so STOP once it passes the 60 s window.
+    # the silence counts from 3600 s (caught up), so STOP once it passes stop_after_s (60 s).
     before = {statuses[ts] for ts in (3615, 3630, 3645, 3660)}
     # At worst lag rising 0 → 1; without commit timestamps, an offset unchanged for 3 cycles of lag is STALL.
     assert before <= ({"OK", "WARN"} if commit_log else {"OK", "WARN", "STALL"})
     assert {statuses[ts] for ts in (3675, 3690, 3705, 3720)} == {"STOP"}
+    silence = "no commit" if commit_log else "committed offset unchanged"
     assert reports[-1].reason.startswith(
-        "STOP: no commit for 2m since lag appeared (caught up at 01:00:00) > window 1m"
+        f"STOP: {silence} for 2m since lag appeared (caught up at 01:00:00) > stop_after_s 1m"
     )
 
 
@@ -324,3 +330,110 @@ def test_committed_offset_below_the_log_start_is_loss_with_the_records_deleted_u
     assert report.reason.startswith("LOSS: 30 records deleted unread (committed offset 150 < log start 180)")
     assert (report.retention_margin, report.retention_margin_s) == (-30, 0.0)
     assert PartitionTracker.from_state(tracker.to_state()).log_start_offset == 180
+
+
+# -- membership as evidence --------------------------------------------------------------------------
+
+
+def judged(
+    observations: list[tuple[int, int, int]],
+    membership: Membership | None,
+    config: LagConfig | None = None,
+    commits: list[tuple[int, int]] = (),
+) -> PartitionReport:
+    """Observations (ts_s, committed, lag) and commits (ts_s, offset); the newest judged with `membership`."""
+    thresholds = Thresholds.for_group(config or LagConfig(), "g")
+    tracker = PartitionTracker()
+    for ts_s, offset in commits:
+        tracker.commit(ts_s * 1000, offset, thresholds)
+    for ts_s, committed, lag in observations:
+        assert tracker.observe(ts_s * 1000, committed, lag, thresholds, PERIOD_MS)
+    return tracker.report(thresholds, membership)
+
+
+OWNED = Membership(empty_cycles=0, empty_since_ms=-1, owner="app-1 on /10.0.0.1")
+UNOWNED = Membership(empty_cycles=0, empty_since_ms=-1, owner=None)
+
+
+def empty(cycles: int, since_s: int) -> Membership:
+    return Membership(empty_cycles=cycles, empty_since_ms=since_s * 1000, owner=None)
+
+
+def test_a_group_empty_for_two_cycles_with_no_commit_since_is_stop_at_once():
+    moving = [(0, 100, 50), (15, 200, 50)]
+    one = judged([*moving, (30, 250, 60)], empty(1, 30))
+    two = judged([*moving, (30, 250, 60), (45, 250, 75)], empty(2, 30))
+    assert one.status != "STOP"  # seen empty once: a rebalance can look like that
+    assert (two.status, two.rule) == ("STOP", "stop_empty")
+    assert two.reason.startswith("STOP: group empty for 2 cycles since 00:00:30, no commit since (committed offset 250")
+    # Without membership, the same 15 s of standstill is nothing yet.
+    assert judged([*moving, (30, 250, 60), (45, 250, 75)], None).status != "STOP"
+
+
+def test_an_empty_group_that_keeps_committing_is_judged_by_time():
+    # assign()-style consumers (Flink, Spark) commit without ever joining: the group is always empty.
+    moving = [(ts, 100 + ts, 20) for ts in range(0, 61, 15)]
+    report = judged(moving, empty(5, 0))
+    assert report.status == "OK"
+    standing = [*moving, *[(ts, 160, 20 + ts) for ts in range(75, 121, 15)]]
+    stopped = judged(standing, empty(9, 0))
+    assert (stopped.status, stopped.rule) == ("STOP", "stop")  # 60 s silent > stop_after_s 30 s
+    assert stopped.reason.endswith("no member owns it")
+
+
+def test_a_member_that_owns_a_partition_that_does_not_move_is_stall_after_two_cycles():
+    observations = [(0, 100, 50), (15, 200, 50), (30, 300, 50), (45, 300, 65)]
+    report = judged(observations, OWNED)
+    assert (report.status, report.rule) == ("STALL", "stall_owned")
+    assert report.reason.startswith(
+        "STALL: committed offset 300 unchanged at 2 cycles (15s) while app-1 on /10.0.0.1 owns it, lag 65"
+    )
+    # Nobody owns it: membership cannot tell, and 15 s is too short for the time rules.
+    assert judged(observations, UNOWNED).rule == "lag_rising"
+    assert judged(observations[:3], OWNED).status == "OK"  # moving
+
+
+def test_a_member_that_commits_once_a_minute_is_not_stall_between_its_commits():
+    # The offset moves every 4 cycles (60 s): its usual standstill is 4, so STALL needs 8.
+    observations = [(ts, 1000 + 100 * (ts // 60), 200) for ts in range(0, 301, 15)]
+    config = LagConfig(window_s=300, stop_after_s=600)
+    # From its first move on (the first standstill is its usual one); before it, nothing is known.
+    assert {judged(observations[: i + 1], OWNED, config).status for i in range(4, len(observations))} == {"OK"}
+    stuck = [*observations, *[(ts, 1500, 200 + ts) for ts in range(315, 421, 15)]]
+    statuses = [judged(stuck[: i + 1], OWNED, config).status for i in range(len(observations), len(stuck))]
+    assert statuses.index("STALL") == 6  # the 8th observation at offset 1500 (2 more after 300 s)
+
+
+def test_silence_beyond_stop_after_s_is_stop_even_while_a_member_owns_it():
+    # A killed consumer stays a member until its session times out; it does not commit either.
+    commits = [(ts, 100 + 10 * ts) for ts in range(0, 21, 5)]
+    observations = [(ts, 300, 100 + ts) for ts in range(25, 56, 15)]
+    report = judged(observations, OWNED, commits=commits)
+    assert (report.status, report.rule) == ("STOP", "stop")
+    assert report.reason.startswith("STOP: no commit for 35s > stop_after_s 30s (last commit at 00:00:20, ")
+    assert "lag 155), while app-1 on /10.0.0.1 still owns it;" in report.reason
+
+
+def test_a_partition_that_commits_once_a_minute_gets_twice_that_before_stop():
+    commits = [(ts, 100 + ts) for ts in range(0, 181, 60)]  # 0, 60, 120, 180 s
+    observations = [(ts, 100 + min(ts // 60, 3) * 60, 500) for ts in range(15, 301, 15)]
+    report = judged(observations, UNOWNED, LagConfig(window_s=300), commits)
+    assert report.status == "OK"  # 120 s silent: not more than 2 x 60 s
+    later = judged([*observations, (315, 280, 515)], UNOWNED, LagConfig(window_s=300), commits)
+    assert (later.status, later.rule) == ("STOP", "stop")
+    assert "> 2 x usual gap 1m (last commit at 00:03:00" in later.reason
+
+
+def test_the_group_reason_names_owner_hot_partition_and_rebalances():
+    stalled = judged([(0, 100, 900), (15, 100, 910)], OWNED)
+    quiet = judged([(0, 100, 10), (15, 110, 10)], OWNED)
+    facts = GroupFacts(
+        owners={("t", 0): "app-1 on /10.0.0.1", ("t", 1): "app-2 on /10.0.0.2"}, rebalances=3, window_s=300
+    )
+    summary = summarize_group([("t", 0, stalled), ("t", 1, quiet), ("t", 2, quiet)], facts)
+    assert summary.status == "STALL"
+    assert summary.reason == (
+        f"{stalled.reason} [t/0]; 1 of 3 partitions not OK; hot partition t/0 has 98% of the lag; 3 rebalances in 5m"
+    )
+    ok = summarize_group([("t", 1, quiet), ("t", 2, quiet)], facts)
+    assert ok.reason == "OK: lag 10, no rule matched [t/1, owner app-2 on /10.0.0.2]; 3 rebalances in 5m"

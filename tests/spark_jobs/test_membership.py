@@ -8,10 +8,14 @@ batch 4 its owner and the group's readings: the rows are written again with them
 
 from __future__ import annotations
 
+import pickle
+
 import pytest
 
 from lagwatch.config import LagConfig
-from lagwatch.membership import GROUP_STATE_CODE
+from lagwatch.membership import GROUP_METRICS, GROUP_STATE_CODE
+from spark_jobs.lag_status import Membership
+from spark_jobs.membership import BatchReadings, GroupMembership, decode, encode
 from tests.spark_jobs.conftest import parsed_sample, run_rollups
 
 ADMIN = {"source": "admin", "group_id": "g"}
@@ -90,3 +94,32 @@ def test_group_readings_still_roll_up_as_metrics_but_owners_do_not(emitted):
     metrics = {row.metric for rows in emitted["metrics_1m"] for row in rows}
     assert {"consumer_group_members", "consumer_group_state", "committed_offset"} <= metrics
     assert "partition_assigned" not in metrics
+
+
+def test_evidence_counts_cycles_without_members_and_trusts_no_unknown_state():
+    state_metric, members_metric = GROUP_METRICS
+    keep_ms, batch, key, where = 600_000, BatchReadings(), ("test", "g"), ("t", 0)
+    owned = GroupMembership()
+    for ts_s, state, members in ((0, "Stable", 1), (15, "Empty", 0), (30, "Empty", 0), (45, "Empty", 0)):
+        owned.observe_group(ts_s * 1000, state_metric, GROUP_STATE_CODE[state], keep_ms)
+        owned.observe_group(ts_s * 1000, members_metric, members, keep_ms)
+        if ts_s == 0:
+            owned.observe_owner(where, 0, A, keep_ms)
+            assert owned.evidence(where, 0, batch, key) == Membership(0, -1, "app-a on /10.0.0.1")
+    assert owned.evidence(where, 45_000, batch, key) == Membership(3, 15_000, None)
+    restored = decode(encode({key: owned}))[key]
+    assert restored.evidence(where, 45_000, batch, key) == Membership(3, 15_000, None)
+    owned.observe_group(60_000, state_metric, GROUP_STATE_CODE["Stable"], keep_ms)
+    assert owned.evidence(where, 60_000, batch, key).empty_cycles == 0  # members again: the run ends
+
+    # tansu answers DescribeGroups with state Unknown and no members: that is no evidence.
+    tansu = GroupMembership()
+    tansu.observe_group(0, state_metric, GROUP_STATE_CODE["Unknown"], keep_ms)
+    tansu.observe_group(0, members_metric, 0, keep_ms)
+    assert tansu.evidence(where, 0, batch, key) is None
+    assert GroupMembership().evidence(where, 0, batch, key) is None  # no reading at all
+
+    # State saved before the empty run was kept (5 slots) loads with an empty run.
+    old = GroupMembership(group=[15_000, GROUP_STATE_CODE["Empty"], 0, 1, []])
+    (loaded,) = decode(pickle.dumps({key: (old.owners, old.group)})).values()
+    assert loaded.evidence(where, 15_000, batch, key) == Membership(0, -1, None)
