@@ -168,7 +168,7 @@ STATUSES: tuple[Status, ...] = (
     Status("OK", "caught up, or consuming without a warning sign"),
     Status("WARN", "lag rising over the window, or above a per-group threshold"),
     Status("REWIND", "the committed offset went back"),
-    Status("STALL", "lag > 0 and the committed offset not moving while a member owns the partition or commits keep coming"),
+    Status("STALL", "lag > 0 and the committed offset not moving while a member owns it or commits keep coming"),
     Status("STOP", "lag > 0 and the group left empty, or no commit for longer than stop_after_s"),
     Status("ERR", "the status could not be judged"),
     Status("LOSS", "the committed offset is below the log start: retention deleted records the group never read"),
