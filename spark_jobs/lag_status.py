@@ -121,6 +121,8 @@ class Membership:
     empty_since_ms: int
     #: Who owns the partition in this cycle, "client-1 on /10.0.0.5"; None: no member owns it.
     owner: str | None
+    #: False when the cycle read the group's state but not its owners (DescribeGroups off).
+    owners_known: bool = True
 
 
 #: A partition's usual commit gap (or standstill) counts double before its silence is alarming.
@@ -408,7 +410,7 @@ def _evidence(membership: Membership | None) -> str:
         return ", judged by time: no membership reading"
     if membership.owner is not None:
         return f", while {membership.owner} still owns it"
-    return ", no member owns it"
+    return ", no member owns it" if membership.owners_known else ""
 
 
 def _stop_empty(window: _Window, thresholds: Thresholds, membership: Membership | None) -> Verdict | None:

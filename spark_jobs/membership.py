@@ -52,7 +52,7 @@ Owner = tuple[str | None, str | None, str | None]
 _LABELS: tuple[str, ...] = ("cluster", "metric", "group_id", "topic", "partition", "client_id")
 #: Slots of an owner reading and of a group reading (plain lists: they pickle at C speed).
 _TS, _MEMBER, _CLIENT, _HOST, _CHANGES = range(5)
-_STATE, _MEMBERS, _PREVIOUS_MEMBERS, _EVENTS, _EMPTY_RUN = range(1, 6)
+_STATE, _MEMBERS, _PREVIOUS_MEMBERS, _EVENTS, _EMPTY_RUN, _OWNERS_TS = range(1, 7)
 #: Stamps an empty run keeps: its first and the newest few (enough to count up to empty_cycles).
 _EMPTY_RUN_KEPT = 8
 
@@ -64,11 +64,13 @@ class GroupMembership:
     #: (topic, partition) -> [ts, member_id, client_id, host, [owner change ts, …]]
     owners: dict[Where, list[Any]] = field(default_factory=dict)
     #: [ts, state code, members, the previous reading's members, [rebalance event ts, …],
-    #:  [ts of each cycle in the current run of readings without members (first + newest)]]
-    group: list[Any] = field(default_factory=lambda: [-1, None, None, None, [], []])
+    #:  [ts of each cycle in the current run of readings without members (first + newest)],
+    #:  the newest cycle that read any owner]
+    group: list[Any] = field(default_factory=lambda: [-1, None, None, None, [], [], -1])
 
     def observe_owner(self, where: Where, ts: int, owner: Owner, keep_ms: int) -> None:
         """Take one cycle's owner of a partition; an older or repeated cycle changes nothing."""
+        self.group[_OWNERS_TS] = max(self.group[_OWNERS_TS], ts)
         slot = self.owners.get(where)
         if slot is None:
             self.owners[where] = [ts, *owner, []]
@@ -128,6 +130,8 @@ class GroupMembership:
             empty_cycles=bisect_right(run, ts) if empty else 0,
             empty_since_ms=run[0] if empty else -1,
             owner=_owner_text(owner) if owner is not None and owner[0] is not None else None,
+            # No owner at all in that cycle: DescribeGroups is off or failed, so "nobody" is unknown.
+            owners_known=empty or owner is not None or group[_OWNERS_TS] == ts or (key, ts) in batch.owner_cycles,
         )
 
     def owner_changes(self, where: Where, start_ms: int, end_ms: int) -> int:
@@ -174,6 +178,8 @@ class BatchReadings:
     they touched (so rows written before their reading arrived are written again)."""
 
     owners: dict[tuple[GroupKey, Where, int], Owner] = field(default_factory=dict)
+    #: (group, ts) of every cycle in the batch that read an owner of the group.
+    owner_cycles: set[tuple[GroupKey, int]] = field(default_factory=set)
     groups: dict[tuple[GroupKey, int], list[Any]] = field(default_factory=dict)
     touched_partitions: dict[GroupKey, dict[Where, set[int]]] = field(default_factory=dict)
     touched_groups: dict[GroupKey, set[int]] = field(default_factory=dict)
@@ -196,6 +202,7 @@ def fold_readings(samples: pd.DataFrame, memberships: dict[GroupKey, GroupMember
             owner = (_text(member_ids[i]), labels["client_id"][i], _text(hosts[i]))
             membership.observe_owner(where, ts, owner, keep_ms)
             batch.owners[(key, where, ts)] = owner
+            batch.owner_cycles.add((key, ts))
             batch.touched_partitions.setdefault(key, {}).setdefault(where, set()).add(ts)
         else:
             metric = labels["metric"][i]
@@ -217,9 +224,9 @@ def encode(memberships: dict[GroupKey, GroupMembership]) -> bytes:
 
 
 def decode(blob: bytes) -> dict[GroupKey, GroupMembership]:
-    """State saved before empty runs were kept gets an empty run."""
+    """State saved before empty runs (and the owners' newest cycle) were kept gets them empty."""
     return {
-        key: GroupMembership(owners, group if len(group) > _EMPTY_RUN else [*group, []])
+        key: GroupMembership(owners, [*group, [], -1] if len(group) == _EMPTY_RUN else group)
         for key, (owners, group) in pickle.loads(blob).items()
     }
 

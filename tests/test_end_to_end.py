@@ -8,7 +8,7 @@ Within a bounded time the slow group must be WARN with time lag rising and the s
 STOP, each with its reason; an alert for the slow group must reach a real webhook receiver;
 the dashboard (real chromium) must show those statuses, and its numbers must match a DuckDB
 query over the lake and the offsets the demo committed on the broker. Ctrl-C must stop every
-process. The lag window is shortened (40 s) so STOP is reached in about a minute.
+process. The lag window is shortened (40 s); STOP comes after the shipped stop_after_s (30 s).
 """
 
 from __future__ import annotations
@@ -230,7 +230,9 @@ def test_make_run_stack_judges_groups_alerts_and_shows_it(
         assert status.get(SLOW, ("",))[0] == "WARN", status
         assert status[SLOW][1].startswith("WARN"), status[SLOW]
         assert status.get(STOPPED, ("",))[0] == "STOP", status
-        assert re.match(r"STOP: no commit for \S+ .*> window 40s", status[STOPPED][1]), status[STOPPED]
+        # Assigned partitions and no commit log (tansu) or an always-empty group (real Kafka): by time.
+        stop_reason = r"STOP: (no commit|committed offset unchanged) for \S+ .*> stop_after_s 30s .*"
+        assert re.match(stop_reason + r"(no membership reading|no member owns it)", status[STOPPED][1]), status[STOPPED]
         assert len(history) >= 2 and history[-1] > history[0], history  # time lag rising
 
         # An alert for the slow group reached the real receiver.

@@ -437,3 +437,12 @@ def test_the_group_reason_names_owner_hot_partition_and_rebalances():
     )
     ok = summarize_group([("t", 1, quiet), ("t", 2, quiet)], facts)
     assert ok.reason == "OK: lag 10, no rule matched [t/1, owner app-2 on /10.0.0.2]; 3 rebalances in 5m"
+
+
+def test_a_cycle_without_owner_readings_claims_nothing_about_owners():
+    # DescribeGroups off: ListGroups gives the state, nobody says who owns what.
+    observations = [(ts, 300, 100 + ts) for ts in range(0, 46, 15)]
+    unknown = Membership(empty_cycles=0, empty_since_ms=-1, owner=None, owners_known=False)
+    report = judged(observations, unknown, commits=[(0, 300)])
+    assert (report.status, report.rule) == ("STOP", "stop")
+    assert "lag 145);" in report.reason and "owns" not in report.reason and "membership" not in report.reason

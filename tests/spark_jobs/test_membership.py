@@ -122,4 +122,4 @@ def test_evidence_counts_cycles_without_members_and_trusts_no_unknown_state():
     # State saved before the empty run was kept (5 slots) loads with an empty run.
     old = GroupMembership(group=[15_000, GROUP_STATE_CODE["Empty"], 0, 1, []])
     (loaded,) = decode(pickle.dumps({key: (old.owners, old.group)})).values()
-    assert loaded.evidence(where, 15_000, batch, key) == Membership(0, -1, None)
+    assert loaded.evidence(where, 15_000, batch, key) == Membership(0, -1, None, owners_known=False)
