@@ -54,8 +54,9 @@ was judged by time alone.
    (`stall`). A consumer that stopped committing is never STALL on its way to STOP.
 8. lag > 0 and the committed offset is the same at every observation of the window, with at
    least ``min_window_points`` observations (no commit log) → STALL (`stall`).
-9. lag never fell during the window, rose overall, over ≥ ``min_window_points`` observations,
-   → WARN (`lag_rising`).
+9. lag never fell during the window and rose overall, or never fell over its newest run of
+   observations while it grew by at least ``RISING_SHARE`` of the records produced meanwhile,
+   over ≥ ``min_window_points`` observations → WARN (`lag_rising`).
 10. per-group thresholds (``[lag.group_thresholds]``): lag > ``warn_lag`` → WARN (`warn_lag`);
     time lag > ``warn_time_lag_s`` → WARN (`warn_time_lag_s`).
 11. otherwise OK (`ok`).
@@ -127,6 +128,9 @@ class Membership:
 
 #: A partition's usual commit gap (or standstill) counts double before its silence is alarming.
 USUAL_GAP_FACTOR = 2
+#: Lag rising over part of the window is WARN once the consumer fell behind by this share of
+#: the records produced meanwhile (consuming at most 75 % of the produce rate).
+RISING_SHARE = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,7 +284,7 @@ def judge(
     ``log_start`` the partition's newest log start offset (None: not read); ``membership`` the
     coordinator's word in the newest observation's cycle (None: no reading).
     """
-    now_ms, committed, lag = window_ts[-1], window_committed[-1], window_lag[-1]
+    committed, lag = window_committed[-1], window_lag[-1]
     if log_start is not None and committed < log_start:
         return Verdict(
             "LOSS",
@@ -318,18 +322,9 @@ def judge(
     )
     if verdict is not None:
         return verdict
-    points = len(window_ts)
-    if (
-        points >= thresholds.min_window_points
-        and lag > window_lag[0]
-        and all(window_lag[i] >= window_lag[i - 1] for i in range(1, points))
-    ):
-        return Verdict(
-            "WARN",
-            "lag_rising",
-            f"WARN: lag rising from {window_lag[0]} to {lag} over {format_duration((now_ms - window_ts[0]) / 1000)} "
-            f"({points} observations)",
-        )
+    verdict = _lag_rising(window, thresholds)
+    if verdict is not None:
+        return verdict
     if thresholds.warn_lag is not None and lag > thresholds.warn_lag:
         return Verdict("WARN", "warn_lag", f"WARN: lag {lag} > warn_lag {_number(thresholds.warn_lag)}")
     if thresholds.warn_time_lag_s is not None and time_lag_s is not None and time_lag_s > thresholds.warn_time_lag_s:
@@ -397,6 +392,30 @@ class _Window:
                 run = 0
             run += 1
         return run, max(runs, default=0)
+
+
+def _lag_rising(window: _Window, thresholds: Thresholds) -> Verdict | None:
+    """Rule 9: lag never fell across the window, or over its newest run of observations while
+    the consumer fell behind by at least RISING_SHARE of what was produced (a healthy consumer's
+    lag jitters within its commit interval's worth of records, a falling-behind one's grows)."""
+    lag, points = window.lag, len(window.ts)
+    start = points - 1
+    while start > 0 and lag[start] >= lag[start - 1]:
+        start -= 1
+    run = points - start
+    if run < thresholds.min_window_points or lag[-1] <= lag[start]:
+        return None
+    produced = (window.committed[-1] + lag[-1]) - (window.committed[start] + lag[start])
+    behind = (lag[-1] - lag[start]) / produced if produced > 0 else 0.0
+    if start > 0 and behind < RISING_SHARE:
+        return None
+    share = f", {100 * behind:.0f}% of what was produced" if produced > 0 else ""
+    return Verdict(
+        "WARN",
+        "lag_rising",
+        f"WARN: lag rising from {lag[start]} to {lag[-1]} over "
+        f"{format_duration((window.now_ms - window.ts[start]) / 1000)} ({run} observations{share})",
+    )
 
 
 def _since_caught_up(last_move_ms: int, caught_up_ms: int) -> str:

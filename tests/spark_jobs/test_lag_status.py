@@ -96,7 +96,7 @@ def test_rewind_when_committed_offset_goes_back():
 def test_warn_when_lag_rises_across_the_window():
     report = track([(0, 100, 10), (15, 200, 20), (30, 300, 30)])
     assert (report.status, report.rule) == ("WARN", "lag_rising")
-    assert report.reason.startswith("WARN: lag rising from 10 to 30 over 30s (3 observations)")
+    assert report.reason.startswith("WARN: lag rising from 10 to 30 over 30s (3 observations, 9% of what was produced)")
 
 
 def test_two_observations_are_not_enough_for_stall_or_warn():
@@ -446,3 +446,21 @@ def test_a_cycle_without_owner_readings_claims_nothing_about_owners():
     report = judged(observations, unknown, commits=[(0, 300)])
     assert (report.status, report.rule) == ("STOP", "stop")
     assert "lag 145);" in report.reason and "owns" not in report.reason and "membership" not in report.reason
+
+
+def test_a_consumer_falling_behind_is_warn_after_min_window_points_not_a_whole_window():
+    # 20 records/s produced. Healthy for 5 minutes: its lag jitters within its 5 s commit interval.
+    rng = random.Random(7)
+    healthy = [(ts, 20 * ts - (lag := rng.randrange(0, 100)), lag) for ts in range(0, 301, 15)]
+    config = LagConfig(window_s=300)
+    assert {track(healthy[: i + 1], config).status for i in range(len(healthy))} == {"OK"}
+    # Then it consumes 10 records/s: lag grows by 150 per cycle, half of what is produced.
+    end, committed = 20 * 300, healthy[-1][1]
+    slow = []
+    for ts in range(315, 361, 15):
+        end, committed = end + 300, committed + 150
+        slow.append((ts, committed, end - committed))
+    statuses = [track([*healthy, *slow[: i + 1]], config).status for i in range(len(slow))]
+    assert statuses[-2:] == ["WARN", "WARN"], statuses  # the 3rd observation of the rise
+    report = track([*healthy, *slow], config)
+    assert report.rule == "lag_rising" and "of what was produced)" in report.reason
