@@ -7,6 +7,8 @@ the groups' lag and in other buckets than the groups'.
 
 from __future__ import annotations
 
+import datetime as dt
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -14,14 +16,20 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from lagwatch.config import LagConfig
+from collectors.jmx.collector import build_jmx_collectors
+from lagwatch import lake as lakelib
+from lagwatch.config import Config, LagConfig
+from lagwatch.kafka import ensure_topic, transport_client_config
 from lagwatch.samples import make_sample
 from lagwatch.vocabulary import BROKER_EVENT_METRICS
 from spark_jobs import broker_events, route
 from spark_jobs.lag_status import _clock
 from spark_jobs.rollups import METRIC_INPUTS
 from spark_jobs.windows import SERIES_COLUMNS
+from tests.fixtures.jmx_double import JmxDouble
+from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.spark_jobs.conftest import parsed_sample, run_rollups
+from tests.spark_jobs.lake_workload import collect_then_roll_up
 
 T0 = 1_767_261_720_000  # 2026-01-01T10:02:00Z
 KEEP_MS = 1_200_000
@@ -206,3 +214,65 @@ def test_through_spark_the_lagging_group_s_reason_names_the_broker_events_of_its
         assert rows[LAGGING].status == "WARN"
         assert rows[LAGGING].reason.endswith(f"; {events}"), rows[LAGGING].reason
         assert rows[HEALTHY].status == "OK" and "broker" not in rows[HEALTHY].reason
+
+
+@pytest.mark.slow
+def test_in_the_lake_a_lagging_group_names_its_broker_s_jmx_events_and_an_ok_group_does_not(
+    spark: Any,
+    kafka: KafkaWorkload,
+    make_config: Callable[..., Config],
+    unique: Callable[[str], str],
+    start_jmx_double: Callable[..., JmxDouble],
+) -> None:
+    """Real broker → real admin and JMX collector cycles → samples topic → real Spark job → lake.
+
+    A single-node broker cannot be made under-replicated nor shrink an ISR, so broker 1's JMX
+    endpoint is the JMX test double (a JVM serving Kafka's MBeans), read by the real
+    JmxCollector: the samples reach the topic exactly as the collector publishes them. Cycle 0
+    reads 0 under-replicated partitions and 5 ISR shrinks, cycle 1 reads 3 and 7.
+    """
+    prefix = unique("events")
+    topic, lagging, healthy = (f"{prefix}-{name}" for name in ("topic", "lagging", "ok"))
+    kafka.create_topic(topic, 1)
+    kafka.produce(topic, {0: 100})
+    kafka.commit(lagging, topic, {0: 10})
+    kafka.commit(healthy, topic, {0: 100})
+    double = start_jmx_double()
+    double.set("isr_shrinks", 5)
+    config = make_config(
+        collect={"interval_s": 3, "timeout_s": 3, "describe_groups": False, "groups_allow": [f"^{prefix}-"]},
+        lag={"group_thresholds": {lagging: {"warn_lag": 5}}},
+        jmx={"targets": [{"broker": "1", "port": double.port, "backend": "jpype"}]},
+    )
+    ensure_topic(transport_client_config(config), config.transport.samples_topic, config.transport.samples_partitions)
+
+    def cycle_1_has_trouble(cycle: int) -> None:
+        if cycle == 0:
+            double.set("under_replicated", 3)
+            double.set("isr_shrinks", 7)
+
+    collect_then_roll_up(config, 2, cycle_1_has_trouble, also=build_jmx_collectors(config))
+    con = lakelib.connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
+    try:
+        statuses = con.execute(
+            "select group_id, status, reason, updated_at from group_status where topics = ? "
+            "qualify row_number() over (partition by group_id order by updated_at desc) = 1",
+            [topic],
+        ).fetchall()
+        jmx = con.execute(
+            "select metric, max(max), max(last) - min(first) from metrics_10s "
+            "where source = 'jmx' and broker = '1' and metric in (?, ?) group by metric",
+            ["under_replicated_partitions", "isr_shrinks_total"],
+        ).fetchall()
+    finally:
+        con.close()
+    rows = {group: (status, reason, updated_at) for group, status, reason, updated_at in statuses}
+    assert dict((metric, (worst, rise)) for metric, worst, rise in jmx) == {
+        "under_replicated_partitions": (3.0, 3.0),
+        "isr_shrinks_total": (7.0, 2.0),
+    }, "the facts, as the lake has them"
+    status, reason, updated_at = rows[lagging]
+    at = updated_at.astimezone(dt.UTC).strftime("%H:%M:%S")  # cycle 1, when both were read
+    assert status == "WARN"
+    assert reason.endswith(f"; broker 1: 3 under-replicated partitions at {at}, 2 ISR shrinks at {at}"), reason
+    assert rows[healthy][0] == "OK" and "broker" not in rows[healthy][1], rows[healthy][1]
