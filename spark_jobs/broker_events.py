@@ -45,6 +45,8 @@ from spark_jobs.windows import Columns, series_labels
 #: Events kept per cluster, newest first: bounds the state when many brokers are in trouble
 #: for a long time (a gauge above 0 is one event per sample).
 MAX_EVENTS = 4096
+#: Brokers a clause names at most (cluster-wide first, then by number); the rest are counted.
+MAX_BROKERS = 5
 #: An event: (ts ms, broker or None for cluster-wide, metric, value or increase, source).
 Event = tuple[int, str | None, str, float, str]
 _EVENT_BY_METRIC: dict[str, BrokerEvent] = {event.metric: event for event in BROKER_EVENTS}
@@ -151,9 +153,10 @@ def describe(events: list[Event], start_ms: int, end_ms: int) -> str | None:
     """The events in [start_ms, end_ms] as one clause, or None when there were none, e.g.
     ``broker 1: 3 under-replicated partitions at 10:02:15, 2 ISR shrinks from 10:02:15``.
 
-    Per broker (cluster-wide first) and metric: the worst value of a gauge, the sum of a
-    counter's increases, and the first time. Where two sources report the same broker (JMX and
-    a Prometheus exporter), the one with the larger figure counts, not their sum.
+    Per broker (cluster-wide first, at most MAX_BROKERS, the rest counted) and metric: the worst
+    value of a gauge, the sum of a counter's increases, and the first time. Where two sources
+    report the same broker (JMX and a Prometheus exporter), the one with the larger figure
+    counts, not their sum.
     """
     found = events[bisect_left(events, start_ms, key=_ts) : bisect_right(events, end_ms, key=_ts)]
     if not found:
@@ -175,10 +178,12 @@ def describe(events: list[Event], start_ms: int, end_ms: int) -> str | None:
     by_broker: dict[str | None, list[str]] = {}
     for broker, metric in sorted(chosen, key=lambda key: (_broker_order(key[0]), _METRIC_ORDER[key[1]])):
         by_broker.setdefault(broker, []).append(_phrase(_EVENT_BY_METRIC[metric], *chosen[(broker, metric)]))
-    return "; ".join(
+    named = [
         f"{'cluster' if broker is None else f'broker {broker}'}: {', '.join(phrases)}"
-        for broker, phrases in by_broker.items()
-    )
+        for broker, phrases in list(by_broker.items())[:MAX_BROKERS]
+    ]
+    more = len(by_broker) - MAX_BROKERS
+    return "; ".join(named) + (f"; {more} more broker{'s' if more > 1 else ''} with events" if more > 0 else "")
 
 
 def _broker_order(broker: str | None) -> tuple[int, int, str]:

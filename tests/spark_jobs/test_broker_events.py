@@ -130,6 +130,14 @@ def test_the_clause_covers_only_its_time_range_and_counts_each_broker_on_its_own
     assert clause(state, T0 + 11_000, T0 + 69_999) is None
 
 
+def test_a_clause_names_at_most_max_brokers_and_counts_the_rest():
+    brokers = [str(b) for b in range(broker_events.MAX_BROKERS + 3)]
+    state = folded([sample(T0, "offline_partitions", 1, b) for b in brokers])
+    text = clause(state)
+    assert text is not None and text.endswith("; 3 more brokers with events")
+    assert text.count("1 offline partition at 10:02:00") == broker_events.MAX_BROKERS
+
+
 def test_two_sources_of_one_broker_are_not_added_up():
     """A broker scraped over JMX and a Prometheus exporter reports each shrink twice."""
     state = folded(
