@@ -136,6 +136,34 @@ def require(*names: str) -> tuple[str, ...]:
     return names
 
 
+@dataclass(frozen=True)
+class BrokerEvent:
+    """A broker health event a group's status reason names (spark_jobs/broker_events.py)."""
+
+    metric: str
+    #: ABOVE_ZERO: a gauge sample > 0; INCREASE: a counter rose between two samples of its
+    #: series; BECAME_ONE: the gauge went from 0 to 1 (this broker became the active controller).
+    rule: str
+    #: What a reason calls one ("under-replicated partition", plural adds "s"); for BECAME_ONE
+    #: what the broker did.
+    noun: str
+
+
+ABOVE_ZERO, INCREASE, BECAME_ONE = "above_zero", "increase", "became_one"
+#: The broker event metrics, in the order a reason lists them. Only samples without a topic
+#: label count: per-topic admin gauges repeat the cluster-wide one.
+BROKER_EVENTS: tuple[BrokerEvent, ...] = (
+    BrokerEvent(require("offline_partitions")[0], ABOVE_ZERO, "offline partition"),
+    BrokerEvent(require("under_min_isr_partitions")[0], ABOVE_ZERO, "under-min-ISR partition"),
+    BrokerEvent(require("under_replicated_partitions")[0], ABOVE_ZERO, "under-replicated partition"),
+    BrokerEvent(require("unclean_leader_elections_total")[0], INCREASE, "unclean leader election"),
+    BrokerEvent(require("leader_elections_total")[0], INCREASE, "leader election"),
+    BrokerEvent(require("isr_shrinks_total")[0], INCREASE, "ISR shrink"),
+    BrokerEvent(require("active_controller_count")[0], BECAME_ONE, "became the active controller"),
+)
+BROKER_EVENT_METRICS: tuple[str, ...] = tuple(event.metric for event in BROKER_EVENTS)
+
+
 def names_from(source: str) -> tuple[str, ...]:
     """Registered names a source publishes, in registry order."""
     return tuple(m.name for m in METRICS if source in m.sources)

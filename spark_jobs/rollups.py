@@ -15,7 +15,11 @@ the samples topic a second time. So every record is routed once through one exch
   only: it has no metric windows;
 - a record that failed decoding (`error` set) goes to a bucket by its offset and comes out
   unchanged as a `dead_letters` row, touching no state. It has no event time, which leaves
-  the watermark (the maximum event time) alone.
+  the watermark (the maximum event time) alone;
+- with lag analytics, a broker event sample (under-replicated partitions, ISR shrinks, …) also
+  comes to every bucket as a BROKER copy: it is folded into the bucket's broker event state
+  (``broker_events.py``) before the lag update, and the group_status rows that are not OK get
+  their cluster's broker events of the lag window appended to their reason.
 
 The output has one row per bucket and table: the table's name and its rows as an Arrow IPC
 stream (:func:`encode_parts`). In foreachBatch, :func:`decode_table` opens one table's rows:
@@ -49,7 +53,7 @@ import pyarrow.compute as pc
 
 from lagwatch import lake as lakelib
 from lagwatch.config import LagConfig
-from spark_jobs import lag, membership, packed, route, windows
+from spark_jobs import broker_events, lag, membership, packed, route, windows
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
 
 if TYPE_CHECKING:
@@ -129,16 +133,34 @@ def _rollup_bucket(
     if len(dead):
         parts.append(("dead_letters", _dead_letter_rows(dead)))
     lag_samples = batch[(roles == route.LAG) | (roles == route.MEMBER)]
+    broker_samples = batch.loc[roles == route.BROKER, list(METRIC_INPUTS)]
+    events = None
+    if lag_config is not None and not broker_samples.empty:
+        events = _broker_events(saved)
+        broker_events.fold(events, broker_samples, keep_ms=2 * _window_ms(lag_config))
+        saved["broker_events"] = broker_events.encode(events)
     if lag_config is not None and not lag_samples.empty:
         groups = lag.decode_groups(saved["lag"]) if "lag" in saved else {}
         members = membership.decode(saved["membership"]) if "membership" in saved else {}
         partition_rows, group_rows = lag.update_lag(lag_samples, groups, members, lag_config, watermark_ms)
         saved["lag"], saved["membership"] = lag.encode_groups(groups), membership.encode(members)
+        if "broker_events" in saved:
+            events = events if events is not None else _broker_events(saved)
+            broker_events.annotate_reasons(group_rows, events, _window_ms(lag_config))
         parts += [("lag_1m", partition_rows), ("group_status", group_rows)]
     state.update((pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL),))
     parts = [(table, columns) for table, columns in parts if columns]
     if parts:
         yield encode_parts(parts)
+
+
+def _broker_events(saved: dict[str, bytes]) -> broker_events.BrokerEvents:
+    return broker_events.decode(saved["broker_events"]) if "broker_events" in saved else broker_events.BrokerEvents()
+
+
+def _window_ms(lag_config: LagConfig) -> int:
+    """The lag window: a group's status reason names the broker events of this span."""
+    return int(lag_config.window_s * 1000)
 
 
 def encode_parts(parts: list[tuple[str, windows.Columns]]) -> pd.DataFrame:

@@ -13,10 +13,16 @@ decides each record's bucket and role and packs each bucket's rows as one Arrow 
 - a member sample (admin ``partition_assigned``, which names the partition's owner) goes to its
   group's bucket too, for the membership state only: it has no metric windows, since the
   metrics tables have no member columns (its values are lag_1m's owner columns);
-- a dead letter (``error`` set) goes to a bucket by its offset and passes the state untouched.
+- a dead letter (``error`` set) goes to a bucket by its offset and passes the state untouched;
+- with lag routing, a broker event sample (``lagwatch.vocabulary.BROKER_EVENTS``, without a
+  topic label) goes to its series' bucket as a metric sample AND, as a BROKER copy, to every
+  bucket: each group's status reason names the broker events of its cluster
+  (``broker_events.py``), and groups live in every bucket. They are a handful per broker and
+  cycle, so the 16 copies cost little.
 
 Each routed row also carries the newest event time of its samples (NULL when it holds only
-dead letters): Spark's watermark is the maximum of that column, which equals the maximum over
+dead letters) and its record count (BROKER copies not counted: progress counts Kafka records
+by it): Spark's watermark is the maximum of that column, which equals the maximum over
 the samples, so the watermark is exactly what it was when every sample was a row.
 
 The hashes are Spark's own ``xxhash64`` (seed 42), computed once per distinct series of a
@@ -38,6 +44,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from lagwatch.membership import GROUP_METRICS, PARTITION_ASSIGNED_METRIC
+from lagwatch.vocabulary import BROKER_EVENT_METRICS, TARGET_SOURCES
 from spark_jobs import packed
 from spark_jobs.lag import LAG_METRICS, LAG_SOURCES
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
@@ -48,8 +55,9 @@ from spark_jobs.windows import SERIES_COLUMNS
 STATE_BUCKETS = 16
 #: Each row's role in the operator: a LAG sample feeds its group's lag state and, like a METRIC
 #: sample, its own metric windows; a MEMBER sample feeds only its group's membership state; a DEAD
-#: letter is written as it is.
-METRIC, LAG, DEAD, MEMBER = 0, 1, 2, 3
+#: letter is written as it is; a BROKER copy of a broker event sample feeds its bucket's broker
+#: event state only.
+METRIC, LAG, DEAD, MEMBER, BROKER = 0, 1, 2, 3, 4
 #: The rows one packed cell of the operator's input holds.
 OPERATOR_SCHEMA = pa.schema(
     [
@@ -113,11 +121,12 @@ def route(samples: pa.Table, cluster: str | None, lag_routing: bool) -> pa.Recor
     ends = np.r_[starts[1:], len(buckets)]
     live = pc.not_equal(rows.column("role"), DEAD)
     newest = [pc.max(pc.filter(rows.column("ts")[s:e], live[s:e])).as_py() for s, e in zip(starts, ends, strict=True)]
+    records = np.add.reduceat(rows.column("role").to_numpy() != BROKER, starts) if len(starts) else starts
     return pa.RecordBatch.from_arrays(
         [
             pa.array(buckets[starts], pa.int64()),
             pa.array([None if ms is None else ms * 1000 for ms in newest], pa.int64()).cast(_ROUTED_SCHEMA[1].type),
-            pa.array(ends - starts, pa.int64()),
+            pa.array(records, pa.int64()),
             pa.array(
                 [packed.pack_bytes(rows.slice(s, e - s), "lz4") for s, e in zip(starts, ends, strict=True)], pa.binary()
             ),
@@ -127,7 +136,8 @@ def route(samples: pa.Table, cluster: str | None, lag_routing: bool) -> pa.Recor
 
 
 def operator_rows(samples: pa.Table, cluster: str | None, lag_routing: bool) -> tuple[pa.Table, np.ndarray]:
-    """(OPERATOR_SCHEMA rows, each row's bucket), aligned with ``samples``."""
+    """(OPERATOR_SCHEMA rows, each row's bucket): the first ``samples.num_rows`` aligned with
+    ``samples``, then, with lag routing, STATE_BUCKETS BROKER copies of each broker event sample."""
     samples = samples.combine_chunks()
     if cluster is not None:
         samples = samples.set_column(
@@ -156,7 +166,20 @@ def operator_rows(samples: pa.Table, cluster: str | None, lag_routing: bool) -> 
         ],
         schema=OPERATOR_SCHEMA,
     )
-    return rows, buckets.astype(np.int64)
+    buckets = buckets.astype(np.int64)
+    if lag_routing:
+        return _with_broker_copies(rows, buckets, np.flatnonzero(routes.broker_event[codes] & ~dead))
+    return rows, buckets
+
+
+def _with_broker_copies(rows: pa.Table, buckets: np.ndarray, events: np.ndarray) -> tuple[pa.Table, np.ndarray]:
+    """``rows`` and ``buckets`` followed by a BROKER copy of each row in ``events`` for every bucket."""
+    if not len(events):
+        return rows, buckets
+    copies = rows.take(pa.array(np.repeat(events, STATE_BUCKETS)))
+    copies = copies.set_column(0, "role", pa.array(np.full(copies.num_rows, BROKER, np.int8)))
+    copy_buckets = np.tile(np.arange(STATE_BUCKETS, dtype=np.int64), len(events))
+    return pa.concat_tables([rows, copies]).combine_chunks(), np.concatenate([buckets, copy_buckets])
 
 
 class SeriesRoutes(NamedTuple):
@@ -167,6 +190,8 @@ class SeriesRoutes(NamedTuple):
     pkey: np.ndarray
     role: np.ndarray
     series_key: pa.Array
+    #: whether the series is one of a broker event metric (``broker_events.py``)
+    broker_event: np.ndarray
 
 
 def _distinct_series(samples: pa.Table) -> tuple[np.ndarray, pa.Table]:
@@ -199,6 +224,8 @@ def _series_routes(series: pa.Table, lag_routing: bool) -> SeriesRoutes:
         pkey=np.zeros(len(texts), np.int64),
         role=np.full(len(texts), METRIC, np.int8),
         series_key=_json_arrays(series),
+        broker_event=_selected(series, TARGET_SOURCES, BROKER_EVENT_METRICS)
+        & pc.is_null(series.column("topic")).to_numpy(zero_copy_only=False),
     )
     routes.role[_selected(series, ADMIN, PARTITION_ASSIGNED_METRIC, "group_id", "topic", "partition")] = MEMBER
     if lag_routing:

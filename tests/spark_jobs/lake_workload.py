@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from collectors.admin import AdminCollector
+from collectors.base import Collector
 from collectors.coordinator import AllTargets
 from collectors.publisher import SamplePublisher
 from collectors.runner import CollectLoop
@@ -41,12 +42,15 @@ def collect_then_roll_up(
     cycles: int,
     after_cycle: Callable[[int], None] = lambda _: None,
     cleanup: Iterable[Callable[[], None]] = (),
+    also: Sequence[Collector] = (),
 ) -> None:
     """Run `cycles` collector cycles `interval_s` apart (after_cycle(i) runs right after cycle i),
-    publish them, then run the Spark job once over everything published."""
-    collector = AdminCollector(config)
+    publish them, then run the Spark job once over everything published. The admin collector
+    runs in every cycle, with the collectors in `also` beside it (same cycle ts)."""
+    collectors = [AdminCollector(config), *also]
     publisher = SamplePublisher(config)
-    loop = CollectLoop(config, [collector], publisher, AllTargets([collector.name]), "test-instance")
+    names = [collector.name for collector in collectors]
+    loop = CollectLoop(config, collectors, publisher, AllTargets(names), "test-instance")
     try:
         for cycle in range(cycles):
             if cycle:

@@ -140,7 +140,10 @@ def test_with_decoding_on_the_reader_yields_packed_decoded_samples_and_dead_lett
 def test_with_routing_on_the_reader_yields_each_bucket_once_with_its_records(
     spark: Any, broker: Any, kafka: Any, unique: Any, tmp_path: Path
 ) -> None:
-    """The job's source: decoded and routed in the reader, one packed row per state bucket."""
+    """The job's source: decoded and routed in the reader, one packed row per state bucket.
+
+    The samples are under-replicated partitions of 8 brokers, broker event samples: each also
+    reaches every bucket as a BROKER copy, which the record counts leave out."""
     from spark_jobs import route
     from tests.spark_jobs.samples_io import gauge_samples, produce_values
 
@@ -154,10 +157,12 @@ def test_with_routing_on_the_reader_yields_each_bucket_once_with_its_records(
     columns, rows = _rows_read_now(spark, options, tmp_path / "checkpoint")
 
     assert columns == ["bucket", "event_time", "records", "samples"]
-    assert len({row.bucket for row in rows}) == len(rows) > 1, "one row per bucket present"
+    assert len({row.bucket for row in rows}) == len(rows) == route.STATE_BUCKETS, "one row per bucket"
     assert sum(row.records for row in rows) == 41
     records = unpack(row.samples for row in rows).to_pylist()
-    assert sorted(r["value"] for r in records if r["role"] != route.DEAD) == sorted(s.value for s in samples)
+    assert sorted(r["value"] for r in records if r["role"] == route.METRIC) == sorted(s.value for s in samples)
+    copies = sorted(r["value"] for r in records if r["role"] == route.BROKER)
+    assert copies == sorted(s.value for s in samples for _ in range(route.STATE_BUCKETS))
     (dead,) = [json.loads(r["dead_letter"]) for r in records if r["role"] == route.DEAD]
     assert (dead["error"], dead["source_offset"], dead["cluster"]) == ("not a JSON object", 40, "job")
 

@@ -164,3 +164,58 @@ def test_without_lag_analytics_lag_samples_are_plain_metric_series() -> None:
     rows, buckets = route.operator_rows(decoded, cluster=None, lag_routing=False)
     assert set(rows.column("role").to_pylist()) == {route.METRIC}
     assert buckets.tolist() == [sid % 16 for sid in rows.column("sid").to_pylist()]
+
+
+#: Broker event samples (JMX per broker, admin cluster-wide) and their look-alikes that are not.
+BROKER_LABELS: list[dict[str, Any]] = [
+    {"source": "jmx", "metric": "under_replicated_partitions", "kind": "gauge", "broker": "1"},
+    {"source": "prom", "metric": "isr_shrinks_total", "kind": "counter", "broker": "2"},
+    {"source": "jmx", "metric": "active_controller_count", "kind": "gauge", "broker": "1"},
+    {"source": "admin", "metric": "offline_partitions", "kind": "gauge"},
+    {"source": "admin", "metric": "under_replicated_partitions", "kind": "gauge", "topic": "t"},  # per topic: no
+    {"source": "jmx", "metric": "isr_expands_total", "kind": "counter", "broker": "1"},  # not an event metric
+]
+
+
+def test_broker_event_samples_go_to_their_series_bucket_and_as_broker_copies_to_every_bucket(spark: Any) -> None:
+    """The broker event samples are chosen as Spark would choose them, and each has its series'
+    own sid in all STATE_BUCKETS copies; the routed rows count the records without the copies."""
+    from pyspark.sql import functions as F
+
+    from lagwatch.vocabulary import BROKER_EVENT_METRICS, TARGET_SOURCES
+
+    samples = [_sample(labels, ts=TS + i, value=float(i)) for i, labels in enumerate([*LABELS, *BROKER_LABELS])]
+    decoded = _decoded(samples)
+    rows, buckets = route.operator_rows(decoded, cluster=None, lag_routing=True)
+
+    frame = spark.createDataFrame(decoded.select([*SERIES_COLUMNS, "value"]).to_pandas())
+    text = F.concat_ws("\u001f", *[F.coalesce(F.col(c).cast("string"), F.lit("\u0000")) for c in SERIES_COLUMNS])
+    is_event = (
+        F.col("source").isin(*TARGET_SOURCES) & F.col("metric").isin(*BROKER_EVENT_METRICS) & F.col("topic").isNull()
+    )
+    expected = frame.where(is_event).select(F.xxhash64(text).alias("sid"), "value").collect()
+    assert [row.value for row in expected] == [7.0, 8.0, 9.0, 10.0], "JMX, Prometheus and the admin cluster gauge"
+
+    count = len(samples)
+    assert rows.column("role")[:count].to_pylist() == [0, 0, 0, 1, 1, 1, 0] + [route.METRIC] * len(BROKER_LABELS)
+    copies = rows.slice(count).to_pylist()
+    assert {row["role"] for row in copies} == {route.BROKER}
+    copy_buckets: dict[tuple[int, float], list[int]] = {}
+    for copy, bucket in zip(copies, buckets[count:].tolist(), strict=True):
+        copy_buckets.setdefault((copy["sid"], copy["value"]), []).append(bucket)
+    every_bucket = list(range(route.STATE_BUCKETS))
+    expected_buckets = {(row.sid, row.value): every_bucket for row in expected}
+    assert {key: sorted(found) for key, found in copy_buckets.items()} == expected_buckets
+    originals = {row["sid"]: row["series_key"] for row in rows.slice(0, count).to_pylist()}
+    assert all(originals[c["sid"]] == c["series_key"] for c in copies), "a copy carries its series' labels"
+
+    routed = route.route(decoded, cluster=None, lag_routing=True)
+    assert sorted(routed.column("bucket").to_pylist()) == list(range(route.STATE_BUCKETS)), "every bucket gets some"
+    assert sum(routed.column("records").to_pylist()) == count, "the copies are not records"
+    assert len(unpack(routed.column("samples").to_pylist())) == count + len(expected) * route.STATE_BUCKETS
+
+
+def test_without_lag_analytics_there_are_no_broker_copies() -> None:
+    decoded = _decoded([_sample(labels) for labels in BROKER_LABELS])
+    rows, _ = route.operator_rows(decoded, cluster=None, lag_routing=False)
+    assert rows.num_rows == len(BROKER_LABELS)
