@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from lagwatch.vocabulary import ABOVE_ZERO, BECAME_ONE, BROKER_EVENTS, INCREASE, STATUS_ORDER, BrokerEvent
-from spark_jobs.lag_status import _clock, _number
+from spark_jobs.lag_status import format_clock, format_number
 from spark_jobs.windows import Columns, series_labels
 
 #: Events kept per cluster, newest first: bounds the state when many brokers are in trouble
@@ -195,12 +195,12 @@ def _broker_order(broker: str | None) -> tuple[int, int, str]:
 
 def _phrase(event: BrokerEvent, amount: float, least: float, first_ms: int, samples: int) -> str:
     """`3 under-replicated partitions at 10:02:15`, `up to 5 … from …`, `became the active controller at …`."""
-    when = f"at {_clock(first_ms)}" if samples == 1 else f"from {_clock(first_ms)}"
+    when = f"at {format_clock(first_ms)}" if samples == 1 else f"from {format_clock(first_ms)}"
     if event.rule == BECAME_ONE:
         return f"{event.noun} {when}" if samples == 1 else f"{event.noun} {samples} times {when}"
     noun = event.noun if amount == 1 else f"{event.noun}s"
     up_to = "up to " if event.rule == ABOVE_ZERO and least != amount else ""
-    return f"{up_to}{_number(amount)} {noun} {when}"
+    return f"{up_to}{format_number(amount)} {noun} {when}"
 
 
 def annotate_reasons(group_rows: Columns, state: BrokerEvents, window_ms: int) -> None:

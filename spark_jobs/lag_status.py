@@ -185,14 +185,14 @@ def format_duration(seconds: float) -> str:
     return f"{secs}s"
 
 
-def _clock(ts_ms: int) -> str:
+def format_clock(ts_ms: int) -> str:
     """UTC time of day, HH:MM:SS (arithmetic, not strftime: this runs for many rows per batch)."""
     minutes, seconds = divmod(ts_ms // 1000 % 86_400, 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours:02d}:{minutes:02d}:{seconds:02d}"
 
 
-def _number(value: float) -> str:
+def format_number(value: float) -> str:
     return f"{value:g}" if value != int(value) else str(int(value))
 
 
@@ -241,7 +241,7 @@ def interpolate_time_lag(
             None,
             "unknown",
             f"time lag unknown: committed offset {committed} is older than the log-end history "
-            f"(oldest point {history_end[0]} at {_clock(history_ts[0])})",
+            f"(oldest point {history_end[0]} at {format_clock(history_ts[0])})",
         )
     if below == points - 1:
         return TimeLag(
@@ -299,7 +299,7 @@ def judge(
             "REWIND",
             "rewind",
             f"REWIND: a commit went back from {commit_offset[back - 1]} to {commit_offset[back]} "
-            f"at {_clock(commit_ts[back])}",
+            f"at {format_clock(commit_ts[back])}",
         )
     if lag <= 0:
         return Verdict("OK", "caught_up", "OK: caught up (lag 0)")
@@ -309,7 +309,7 @@ def judge(
             "REWIND",
             "rewind",
             f"REWIND: committed offset went back from {window_committed[back - 1]} to {window_committed[back]} "
-            f"at {_clock(window_ts[back])}",
+            f"at {format_clock(window_ts[back])}",
         )
     window = _Window(
         window_ts, window_committed, window_lag, committed_since_ms, caught_up_ms, commit_ts, commit_offset
@@ -326,7 +326,7 @@ def judge(
     if verdict is not None:
         return verdict
     if thresholds.warn_lag is not None and lag > thresholds.warn_lag:
-        return Verdict("WARN", "warn_lag", f"WARN: lag {lag} > warn_lag {_number(thresholds.warn_lag)}")
+        return Verdict("WARN", "warn_lag", f"WARN: lag {lag} > warn_lag {format_number(thresholds.warn_lag)}")
     if thresholds.warn_time_lag_s is not None and time_lag_s is not None and time_lag_s > thresholds.warn_time_lag_s:
         return Verdict(
             "WARN",
@@ -420,7 +420,7 @@ def _lag_rising(window: _Window, thresholds: Thresholds) -> Verdict | None:
 
 def _since_caught_up(last_move_ms: int, caught_up_ms: int) -> str:
     """The reason's note when the silence is counted from the last caught-up observation."""
-    return f" since lag appeared (caught up at {_clock(caught_up_ms)})" if caught_up_ms > last_move_ms else ""
+    return f" since lag appeared (caught up at {format_clock(caught_up_ms)})" if caught_up_ms > last_move_ms else ""
 
 
 def _evidence(membership: Membership | None) -> str:
@@ -442,7 +442,7 @@ def _stop_empty(window: _Window, thresholds: Thresholds, membership: Membership 
     return Verdict(
         "STOP",
         "stop_empty",
-        f"STOP: group empty for {membership.empty_cycles} cycles since {_clock(membership.empty_since_ms)}, "
+        f"STOP: group empty for {membership.empty_cycles} cycles since {format_clock(membership.empty_since_ms)}, "
         f"no commit since (committed offset {window.committed[-1]}, lag {window.lag[-1]})",
     )
 
@@ -458,7 +458,7 @@ def _stop_silent(window: _Window, thresholds: Thresholds, membership: Membership
         return None
     since = _since_caught_up(window.last_move_ms, window.caught_up_ms)
     if window.commit_ts:
-        last = _clock(window.commit_ts[-1])
+        last = format_clock(window.commit_ts[-1])
         what = f"no commit for {format_duration(silent_s)}{since} > {limit} (last commit at {last}, "
     else:
         what = f"committed offset unchanged for {format_duration(silent_s)}{since} > {limit} ("

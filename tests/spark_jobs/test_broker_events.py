@@ -23,7 +23,7 @@ from lagwatch.kafka import ensure_topic, transport_client_config
 from lagwatch.samples import make_sample
 from lagwatch.vocabulary import BROKER_EVENT_METRICS
 from spark_jobs import broker_events, route
-from spark_jobs.lag_status import _clock
+from spark_jobs.lag_status import format_clock
 from spark_jobs.rollups import METRIC_INPUTS
 from spark_jobs.windows import SERIES_COLUMNS
 from tests.fixtures.jmx_double import JmxDouble
@@ -217,7 +217,7 @@ def test_through_spark_the_lagging_group_s_reason_names_the_broker_events_of_its
     _, (urp_bucket, *_) = route.operator_rows(pa.Table.from_pylist([urp]), cluster=None, lag_routing=False)
     assert group_bucket != urp_bucket, "the broker's series lives in another bucket than the group"
     first, second = ({row.group_id: row for row in rows} for rows in emitted["group_status"])
-    events = f"broker 1: 3 under-replicated partitions at {_clock(T0)}, 2 ISR shrinks at {_clock(T0)}"
+    events = f"broker 1: 3 under-replicated partitions at {format_clock(T0)}, 2 ISR shrinks at {format_clock(T0)}"
     for rows in (first, second):
         assert rows[LAGGING].status == "WARN"
         assert rows[LAGGING].reason.endswith(f"; {events}"), rows[LAGGING].reason
@@ -281,6 +281,6 @@ def test_in_the_lake_a_lagging_group_names_its_broker_s_jmx_events_and_an_ok_gro
     }, "the facts, as the lake has them"
     status, reason, updated_at = rows[lagging]
     at = updated_at.astimezone(dt.UTC).strftime("%H:%M:%S")  # cycle 1, when both were read
-    assert status == "WARN"
+    assert status == "STOP" and reason.startswith("STOP: group empty for 2 cycles"), reason  # committed once, no member
     assert reason.endswith(f"; broker 1: 3 under-replicated partitions at {at}, 2 ISR shrinks at {at}"), reason
     assert rows[healthy][0] == "OK" and "broker" not in rows[healthy][1], rows[healthy][1]
