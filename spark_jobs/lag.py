@@ -420,7 +420,7 @@ def _group_row(
         if track.window_ts and track.last_ts_ms >= recent_ms  # only commits or waiting halves: no report yet
     ]
     rebalances = owned.rebalances(recent_ms, newest) if owned is not None else 0
-    facts = GroupFacts(_owners(rows, group_key, tracks), rebalances, lag_config.window_s)
+    facts = GroupFacts(partial(_owner, rows, group_key, tracks), rebalances, lag_config.window_s)
     summary = summarize_group(reports, facts)
     state, members = owned.group_at(newest, rows.readings, group_key) if owned is not None else (None, None)
     return (
@@ -449,14 +449,11 @@ def _rejudge(
     return track.report(thresholds, rows.evidence(group_key, where, track.last_ts_ms))
 
 
-def _owners(rows: _Rows, group_key: tuple[str, str], tracks: GroupTracks) -> dict[tuple[str, int], str]:
-    """Each partition's owner in the cycle of its newest observation, as the reason names it."""
-    owners = {}
-    for where, track in tracks.items():
-        evidence = rows.evidence(group_key, where, track.last_ts_ms) if track.window_ts else None
-        if evidence is not None and evidence.owner is not None:
-            owners[where] = evidence.owner
-    return owners
+def _owner(rows: _Rows, group_key: tuple[str, str], tracks: GroupTracks, where: tuple[str, int]) -> str | None:
+    """The partition's owner in the cycle of its newest observation, as the group's reason names it."""
+    track = tracks.get(where)
+    evidence = rows.evidence(group_key, where, track.last_ts_ms) if track is not None and track.window_ts else None
+    return evidence.owner if evidence is not None else None
 
 
 def _forget_silent(

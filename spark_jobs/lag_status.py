@@ -70,7 +70,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_right
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any
@@ -733,7 +733,8 @@ HOT_RATIO, HOT_MIN_LAG = 5, 100
 class GroupFacts:
     """What the group's membership adds to its reason: owners of partitions, rebalances in the window."""
 
-    owners: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: The owner of a (topic, partition) in the cycle of its newest observation, or None.
+    owner_of: Callable[[tuple[str, int]], str | None] = lambda _where: None
     rebalances: int = 0
     window_s: float = 0.0
 
@@ -750,7 +751,7 @@ def summarize_group(
     worst_topic, worst_partition, worst = max(rows, key=lambda item: STATUS_SEVERITY.get(item[2].status, 0))
     not_ok = sum(1 for _, _, report in rows if report.status != "OK")
     time_lags = [report.time_lag_s for _, _, report in rows if report.time_lag_s is not None]
-    owner = facts.owners.get((worst_topic, worst_partition))
+    owner = facts.owner_of((worst_topic, worst_partition))
     named = f", owner {owner}" if owner and owner not in worst.reason else ""
     reason = f"{worst.reason} [{worst_topic}/{worst_partition}{named}]"
     if not_ok:

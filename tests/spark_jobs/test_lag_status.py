@@ -428,7 +428,7 @@ def test_the_group_reason_names_owner_hot_partition_and_rebalances():
     stalled = judged([(0, 100, 900), (15, 100, 910)], OWNED)
     quiet = judged([(0, 100, 10), (15, 110, 10)], OWNED)
     facts = GroupFacts(
-        owners={("t", 0): "app-1 on /10.0.0.1", ("t", 1): "app-2 on /10.0.0.2"}, rebalances=3, window_s=300
+        owner_of={("t", 0): "app-1 on /10.0.0.1", ("t", 1): "app-2 on /10.0.0.2"}.get, rebalances=3, window_s=300
     )
     summary = summarize_group([("t", 0, stalled), ("t", 1, quiet), ("t", 2, quiet)], facts)
     assert summary.status == "STALL"
