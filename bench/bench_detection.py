@@ -36,6 +36,7 @@ reported as not detected (NaN). The scenarios of one interval run at once on one
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import math
 import os
 import re
@@ -69,6 +70,8 @@ PARTITIONS = 4
 POLL_S = 0.5
 #: Healthy collector cycles the lake shows for every group before the change.
 WARMUP_CYCLES = 3
+#: At most this many more collector intervals are given for every group to be OK at once before the change.
+SETTLE_INTERVALS = 4
 #: Start-up bound: broker, Spark and the first rows in the lake (on a loaded 2-core host).
 START_TIMEOUT_S = 360.0
 #: librdkafka's default session.timeout.ms: a SIGKILLed member stays in the group this long.
@@ -123,6 +126,8 @@ class Detection:
     status: str
     changed_at: float
     timing: Timing
+    #: The group's newest status in the lake when the change was made (OK after a clean warm-up).
+    status_at_change: str
     lake_seen_at: float | None = None
     lake_updated_at: float | None = None
     webhook_at: float | None = None
@@ -251,10 +256,14 @@ class Pipeline:
             process.wait()
 
 
+def rule_name(status: str) -> str:
+    return f"ConsumerGroup{status.title()}"
+
+
 def status_rules() -> list[dict[str, Any]]:
     """One status rule per non-OK status, so each status a group reaches is a new notification."""
     return [
-        {"name": f"ConsumerGroup{status.title()}", "kind": "status", "metric": "status", "by": ["group_id"],
+        {"name": rule_name(status), "kind": "status", "metric": "status", "by": ["group_id"],
          "level": status, "receivers": ["bench"], "summary": SUMMARY}
         for status in STATUS_ORDER[1:]
     ]  # fmt: skip
@@ -292,13 +301,35 @@ def lake_rows(config: Config, since: float) -> list[GroupRow]:
     return [GroupRow(g, s, r or "", float(u), m, lag) for g, s, r, u, m, lag in rows]
 
 
-def webhook_alerts(receiver: WebhookReceiver) -> Iterator[tuple[float, str, str]]:
-    """(arrival, group, status) of every firing alert the receiver got, status read from its summary."""
+@dataclass(frozen=True)
+class Delivered:
+    """One firing alert as the receiver got it."""
+
+    arrived_at: float
+    alertname: str
+    group: str
+    #: The group's status the alert names (its summary), when it was sent.
+    status: str
+    #: When the alert started firing (startsAt).
+    starts_at: float
+
+    def announces(self, d: Detection) -> bool:
+        """This is the alert on d's status, raised after d's change: an alert raised before the change
+        (a warm-up false alarm, say) that names the status only because its text was refreshed is not."""
+        return (self.alertname == rule_name(d.status) and self.group == d.scenario.group and self.status == d.status
+                and self.starts_at >= d.changed_at)  # fmt: skip
+
+
+def webhook_alerts(receiver: WebhookReceiver) -> Iterator[Delivered]:
+    """Every firing alert the receiver got whose summary names a status."""
     for request in receiver.received():
         for alert in request.json().get("alerts", []):
             match = SUMMARY_STATUS.search(alert.get("annotations", {}).get("summary", ""))
             if alert.get("status") == "firing" and match:
-                yield request.received_at, alert["labels"].get("group_id", ""), match.group(1)
+                labels = alert["labels"]
+                starts_at = dt.datetime.fromisoformat(alert["startsAt"]).timestamp()
+                yield Delivered(request.received_at, labels.get("alertname", ""), labels.get("group_id", ""),
+                                match.group(1), starts_at)  # fmt: skip
 
 
 class Watch:
@@ -335,8 +366,7 @@ class Watch:
                     row = newest[d.scenario.group]
                     d.newest = f"{row.status}, lag {row.total_lag}, {row.members} members"
             if d.webhook_at is None:
-                arrivals = [at for at, group, status in alerts if group == d.scenario.group and status == d.status
-                            and d.changed_at <= at <= d.webhook_deadline]  # fmt: skip
+                arrivals = [a.arrived_at for a in alerts if a.announces(d) and a.arrived_at <= d.webhook_deadline]
                 if arrivals:
                     d.webhook_at = min(arrivals)
                     progress(f"{d.scenario.name}: {d.status} at the webhook after {d.webhook_at - d.changed_at:.1f} s")
@@ -381,6 +411,13 @@ class Watch:
         self.healthy_since = time.time()
         progress(f"every group OK in the lake; {WARMUP_CYCLES - 1} more collector intervals of warm-up")
         self.watch_until(pipeline, self.healthy_since + (WARMUP_CYCLES - 1) * interval_s)
+        settle_until = time.time() + SETTLE_INTERVALS * interval_s
+        while time.time() < settle_until and set(self.latest.values()) != {"OK"}:
+            pipeline.check_alive()
+            self.poll()
+            time.sleep(POLL_S)
+        if set(self.latest.values()) != {"OK"}:
+            progress(f"not every group OK at the change after {SETTLE_INTERVALS} more intervals: {self.latest}")
 
     def watch_until(self, pipeline: Pipeline, until: float) -> None:
         """Poll until `until` (epoch s), or until every detection is made or past its deadline."""
@@ -442,7 +479,8 @@ def run_interval(interval_s: float | None) -> tuple[Timing, list[Detection], dic
                 changed = {scenario: workload.change(scenario) for scenario in SCENARIOS}
                 for scenario, changed_at in changed.items():
                     watch.detections += [
-                        Detection(scenario, status, changed_at, timing) for status in scenario.expected
+                        Detection(scenario, status, changed_at, timing, watch.latest.get(scenario.group, "none"))
+                        for status in scenario.expected
                     ]
                 watch.watch_until(pipeline, time.time() + 2)
                 progress("consumers changed: " + ", ".join(f"{s.name} {workload.acted_after_s(s, t)}"
@@ -473,6 +511,8 @@ def detection_results(timing: Timing, detections: list[Detection]) -> list[Resul
             lake_note = f"row measured at +{d.lake_updated_at - d.changed_at:.1f} s (updated_at)"
         if d.scenario.killed and d.status == "STOP":
             lake_note += f"; the killed member stays until session.timeout.ms ({SESSION_TIMEOUT_S:.0f} s)"
+        if d.status_at_change != "OK":
+            lake_note += f"; the group was {d.status_at_change} at the change"
         if bar is not None:
             lake_note += f"; bar = 2 intervals + 1 trigger ({timing.trigger_s:g} s)"
         hook_note = timing.alert_text
