@@ -27,10 +27,12 @@ wall clock when it makes the change), each scenario's change is made:
 
 Measured per scenario and status: from T to the first `group_status` row read from the lake
 (DuckDB over the views, polled every 0.5 s) with that status and updated_at ≥ T, and from T to
-the first webhook delivery with a firing alert naming that group and status. Bar where group
+the arrival at the webhook of that status's alert for the group, raised after T. Bar where group
 membership decides the status (STOP after a clean exit, STALL): 2 collector intervals + 1
-trigger. The other figures are stated. A status not seen within 4 intervals + 90 s of T is
-reported as not detected (NaN). The scenarios of one interval run at once on one broker.
+trigger. The other figures are stated. A status not seen within 4 intervals + 90 s of T (plus
+the alert engine's evaluation period and group_wait, for the webhook) is reported as not
+detected (NaN). The scenarios of one interval run at once on one broker. docs/performance.md
+("Detection") describes the run for readers of the figures.
 """
 
 from __future__ import annotations
