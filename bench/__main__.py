@@ -28,6 +28,7 @@ BENCHMARKS: dict[str, str] = {
     "alerts": "bench.bench_alerts",
     "http api": "bench.bench_api",
     "local stack": "bench.bench_stack",
+    "detection": "bench.bench_detection",
 }
 
 

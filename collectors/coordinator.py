@@ -12,6 +12,7 @@ All instances must be configured with the same target list, since the mapping is
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -52,11 +53,22 @@ class AllTargets:
         return
 
 
+def _listed_partitions(admin: AdminClient, topic: str, timeout_s: float = 10.0) -> int:
+    """Partitions the metadata lists for `topic`. A topic created a moment ago is listed with
+    none until its leaders are elected; growing it then fails ("already has 1 partition(s)")."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        partitions = len(admin.list_topics(topic, timeout=timeout_s).topics[topic].partitions)
+        if partitions or time.monotonic() > deadline:
+            return partitions
+        time.sleep(0.1)
+
+
 def _ensure_partitions(config: Config, topic: str, count: int) -> None:
     """The topic needs one partition per target; grow it if targets were added."""
     ensure_internal_topic(config, topic, count)
     admin = AdminClient(transport_client_config(config))
-    current = len(admin.list_topics(topic, timeout=10).topics[topic].partitions)
+    current = _listed_partitions(admin, topic)
     if current < count:
         admin.create_partitions([NewPartitions(topic, count)])[topic].result(10)
         log.info("coordination topic %s grown from %d to %d partitions", topic, current, count)
