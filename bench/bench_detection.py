@@ -57,6 +57,7 @@ from typing import Any
 from bench.common import Result
 from lagwatch.broker import die_with_parent, free_port
 from lagwatch.cli import load_and_validate
+from lagwatch.vocabulary import STATUS_SEVERITY
 from lagwatch.config import Config, duration_seconds
 from lagwatch.kafka import ensure_topic
 from lagwatch.lake import connect_readonly
@@ -317,8 +318,11 @@ class Delivered:
 
     def announces(self, d: Detection) -> bool:
         """This is the alert on d's status, raised after d's change: an alert raised before the change
-        (a warm-up false alarm, say) that names the status only because its text was refreshed is not."""
-        return (self.alertname == rule_name(d.status) and self.group == d.scenario.group and self.status == d.status
+        (a warm-up false alarm, say) that names the status only because its text was refreshed is not.
+        A status rule fires at its level or worse, so a STALL alert sent once the group is already
+        STOP (its group_wait outlasted the STALL) names STOP, and still announces the STALL."""
+        return (self.alertname == rule_name(d.status) and self.group == d.scenario.group
+                and self.status in STATUS_SEVERITY and STATUS_SEVERITY[self.status] >= STATUS_SEVERITY[d.status]
                 and self.starts_at >= d.changed_at)  # fmt: skip
 
 
