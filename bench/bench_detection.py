@@ -57,11 +57,10 @@ from typing import Any
 from bench.common import Result
 from lagwatch.broker import die_with_parent, free_port
 from lagwatch.cli import load_and_validate
-from lagwatch.vocabulary import STATUS_SEVERITY
 from lagwatch.config import Config, duration_seconds
 from lagwatch.kafka import ensure_topic
 from lagwatch.lake import connect_readonly
-from lagwatch.vocabulary import STATUS_ORDER
+from lagwatch.vocabulary import STATUS_ORDER, STATUS_SEVERITY
 from tests.dashboard.alerts.support import write_config
 from tests.fixtures.processes import ROOT, start_lagwatch
 from tests.fixtures.real_kafka import RealKafkaBroker
