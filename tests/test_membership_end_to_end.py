@@ -17,13 +17,13 @@ import pytest
 
 from collectors.admin import AdminCollector
 from collectors.base import SampleFactory
-from lagwatch import lake as lakelib
 from lagwatch.config import Config
 from lagwatch.kafka import ensure_topic
 from lagwatch.samples import Sample
 from spark_jobs import job
 from tests.collectors.group_members import GroupMember, wait_for
 from tests.fixtures.kafka_workload import KafkaWorkload
+from tests.spark_jobs.lake_workload import lake_rows
 from tests.spark_jobs.samples_io import produce_samples
 
 MAKE = SampleFactory(cluster="test", collector="test-instance")
@@ -47,14 +47,6 @@ def cycles(config: Config, group: str, start_ms: int, members: int) -> list[Samp
         collector.close()
     assert first.ok and second.ok, (first.errors, second.errors)
     return [*first.samples, *second.samples]
-
-
-def lake_rows(config: Config, sql: str, **params: Any) -> list[tuple]:
-    con = lakelib.connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
-    try:
-        return con.execute(sql, params).fetchall()
-    finally:
-        con.close()
 
 
 @pytest.mark.slow
@@ -87,7 +79,7 @@ def test_owners_members_and_the_rebalance_reach_the_lake(
         config,
         "SELECT epoch_ms(window_start), partition, owner_member_id, owner_client_id, owner_host, owner_changes, lag "
         "FROM lag_1m WHERE group_id = $group ORDER BY 1, 2",
-        group=group,
+        {"group": group},
     )
     host = owners[0][4]
     assert host.lstrip("/") == "127.0.0.1"
@@ -101,7 +93,7 @@ def test_owners_members_and_the_rebalance_reach_the_lake(
         config,
         "SELECT epoch_ms(window_start), group_state, members, rebalances FROM group_status "
         "WHERE group_id = $group ORDER BY 1",
-        group=group,
+        {"group": group},
     )
     # One batch held both minutes: a group's status row is written for its newest window only.
     assert status == [(minute + 60_000, "Stable", 1, 1)], "the member that left and the rebalance it caused"

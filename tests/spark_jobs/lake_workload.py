@@ -13,6 +13,7 @@ from collectors.base import Collector
 from collectors.coordinator import AllTargets
 from collectors.publisher import SamplePublisher
 from collectors.runner import CollectLoop
+from lagwatch import lake as lakelib
 from lagwatch.config import Config
 from lagwatch.kafka import ensure_topic, transport_client_config
 from spark_jobs import job
@@ -63,3 +64,12 @@ def collect_then_roll_up(
         loop.close()
         assert publisher.close() == 0
     assert job.run(config, argparse.Namespace(available_now=True)) == 0
+
+
+def lake_rows(config: Config, sql: str, params: Any = None) -> list[tuple]:
+    """Rows of one DuckDB query over the config's lake (read-only)."""
+    con = lakelib.connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
+    try:
+        return con.execute(sql, params).fetchall()
+    finally:
+        con.close()

@@ -18,23 +18,14 @@ from typing import Any
 
 import pytest
 
-from lagwatch import lake as lakelib
 from lagwatch.config import Config
 from tests.collectors.group_members import GroupMember, wait_for
 from tests.fixtures.kafka_workload import KafkaWorkload
-from tests.spark_jobs.lake_workload import collect_then_roll_up, workload_config
+from tests.spark_jobs.lake_workload import collect_then_roll_up, lake_rows, workload_config
 
 INTERVAL_S = 3.0
 CYCLES = 6
 STOP_AFTER_S = 120
-
-
-def rows(config: Config, sql: str, groups: list[str]) -> list[tuple]:
-    con = lakelib.connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
-    try:
-        return con.execute(sql, groups).fetchall()
-    finally:
-        con.close()
 
 
 @pytest.mark.slow
@@ -77,7 +68,7 @@ def test_membership_decides_stop_and_stall_and_names_the_owner(
     groups = [stuck, leaver, mover]
     newest = {
         group: (status, rule, reason, members_count, rebalances)
-        for group, status, rule, reason, members_count, rebalances in rows(
+        for group, status, rule, reason, members_count, rebalances in lake_rows(
             config,
             "select group_id, status, rule, reason, members, rebalances from group_status where group_id in (?, ?, ?) "
             "qualify row_number() over (partition by group_id order by updated_at desc) = 1",
@@ -99,11 +90,11 @@ def test_membership_decides_stop_and_stall_and_names_the_owner(
     assert newest[mover][4] >= 1 and f"rebalance{'s' if newest[mover][4] > 1 else ''} in 1m" in newest[mover][2]
 
     # The first STALL of the stuck group: its offset had stood still for 2 cycles (3 s apart).
-    first = rows(
+    first = lake_rows(
         config,
         "select rule, reason from lag_1m where group_id = ? and status = 'STALL' order by window_start limit 1",
         [stuck],
     )
     assert first and first[0][0] == "stall_owned"
-    changes = rows(config, "select sum(owner_changes) from lag_1m where group_id = ?", [mover])
+    changes = lake_rows(config, "select sum(owner_changes) from lag_1m where group_id = ?", [mover])
     assert changes[0][0] >= 1
