@@ -54,9 +54,10 @@ was judged by time alone.
    (`stall`). A consumer that stopped committing is never STALL on its way to STOP.
 8. lag > 0 and the committed offset is the same at every observation of the window, with at
    least ``min_window_points`` observations (no commit log) → STALL (`stall`).
-9. lag never fell during the window and rose overall, or never fell over its newest run of
-   observations while it grew by at least ``RISING_SHARE`` of the records produced meanwhile,
-   over ≥ ``min_window_points`` observations → WARN (`lag_rising`).
+9. lag never fell over its newest run of observations while it grew by at least
+   ``RISING_SHARE`` of the records produced meanwhile, or it never fell and rose overall over a
+   window spanning at least half of ``window_s``; ≥ ``min_window_points`` observations either
+   way → WARN (`lag_rising`).
 10. per-group thresholds (``[lag.group_thresholds]``): lag > ``warn_lag`` → WARN (`warn_lag`);
     time lag > ``warn_time_lag_s`` → WARN (`warn_time_lag_s`).
 11. otherwise OK (`ok`).
@@ -395,9 +396,10 @@ class _Window:
 
 
 def _lag_rising(window: _Window, thresholds: Thresholds) -> Verdict | None:
-    """Rule 9: lag never fell across the window, or over its newest run of observations while
-    the consumer fell behind by at least RISING_SHARE of what was produced (a healthy consumer's
-    lag jitters within its commit interval's worth of records, a falling-behind one's grows)."""
+    """Rule 9: lag never fell over the newest observations while the consumer fell behind by at
+    least RISING_SHARE of what was produced (a healthy consumer's lag jitters within its commit
+    interval's worth of records, a falling-behind one's grows), or never fell for at least half
+    the window (Burrow's rule, for a consumer falling behind slowly)."""
     lag, points = window.lag, len(window.ts)
     start = points - 1
     while start > 0 and lag[start] >= lag[start - 1]:
@@ -407,7 +409,8 @@ def _lag_rising(window: _Window, thresholds: Thresholds) -> Verdict | None:
         return None
     produced = (window.committed[-1] + lag[-1]) - (window.committed[start] + lag[start])
     behind = (lag[-1] - lag[start]) / produced if produced > 0 else 0.0
-    if start > 0 and behind < RISING_SHARE:
+    whole_window = start == 0 and window.now_ms - window.ts[0] >= thresholds.window_s * 500  # half the window
+    if behind < RISING_SHARE and not whole_window:
         return None
     share = f", {100 * behind:.0f}% of what was produced" if produced > 0 else ""
     return Verdict(

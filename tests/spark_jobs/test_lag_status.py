@@ -94,14 +94,16 @@ def test_rewind_when_committed_offset_goes_back():
 
 
 def test_warn_when_lag_rises_across_the_window():
-    report = track([(0, 100, 10), (15, 200, 20), (30, 300, 30)])
+    # A slow rise (9 % of what was produced) is WARN only once it lasted half the window (30 s of 60 s).
+    assert track([(0, 100, 10), (15, 200, 20), (30, 300, 30)], LagConfig(window_s=120)).status == "OK"
+    report = track([(0, 100, 10), (15, 200, 20), (30, 300, 30)], LagConfig(window_s=60))
     assert (report.status, report.rule) == ("WARN", "lag_rising")
     assert report.reason.startswith("WARN: lag rising from 10 to 30 over 30s (3 observations, 9% of what was produced)")
 
 
 def test_two_observations_are_not_enough_for_stall_or_warn():
     assert track([(0, 500, 100), (15, 500, 100)]).status == "OK"
-    assert track([(0, 100, 10), (15, 200, 20)]).status == "OK"
+    assert track([(0, 100, 10), (15, 200, 20)], LagConfig(window_s=30)).status == "OK"
 
 
 def test_group_thresholds_name_the_threshold():
@@ -183,7 +185,7 @@ def test_interpolation_uses_the_last_point_of_a_flat_run():
 def test_group_takes_its_worst_partition():
     stop = track([(minute * 60, 500, 100) for minute in range(12)])
     ok = track([(0, 100, 0)])
-    warn = track([(0, 100, 10), (15, 200, 20), (30, 300, 30)])
+    warn = track([(0, 100, 10), (15, 200, 20), (30, 300, 30)], LagConfig(window_s=60))
     summary = summarize_group([("t2", 0, ok), ("t1", 1, stop), ("t1", 0, warn)])
     assert (summary.status, summary.rule) == ("STOP", "stop")
     assert summary.reason == f"{stop.reason} [t1/1]; 2 of 3 partitions not OK; hot partition t1/1 has 77% of the lag"
@@ -389,7 +391,7 @@ def test_a_member_that_owns_a_partition_that_does_not_move_is_stall_after_two_cy
         "STALL: committed offset 300 unchanged at 2 cycles (15s) while app-1 on /10.0.0.1 owns it, lag 65"
     )
     # Nobody owns it: membership cannot tell, and 15 s is too short for the time rules.
-    assert judged(observations, UNOWNED).rule == "lag_rising"
+    assert judged(observations, UNOWNED).status == "OK"
     assert judged(observations[:3], OWNED).status == "OK"  # moving
 
 
