@@ -127,8 +127,14 @@ def _record(state: BrokerEvents, labels: Columns, group: np.ndarray, ts: np.ndar
     for row in rows.tolist():
         series = group[row]
         cluster = labels["cluster"][series]
-        event = (int(ts[row]), labels["broker"][series], labels["metric"][series], float(amount[row]))
-        state.events.setdefault(cluster, []).append((*event, labels["source"][series]))
+        event = (
+            int(ts[row]),
+            labels["broker"][series],
+            labels["metric"][series],
+            float(amount[row]),
+            labels["source"][series],
+        )
+        state.events.setdefault(cluster, []).append(event)
         touched.add(cluster)
     for cluster in touched:
         state.events[cluster].sort(key=_ts)

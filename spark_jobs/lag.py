@@ -23,7 +23,8 @@ The judgement itself lives in ``lag_status.py``.
 
 Membership (``membership.py``) lives in the same bucket: the owner of each partition, the
 group's state, member count and rebalances join the rows here (owner_* columns of lag_1m;
-group_state, members and rebalances of group_status).
+group_state, members and rebalances of group_status), and each report is judged with its
+cycle's membership as evidence (``_Rows.evidence``; the rules are in lag_status.py).
 
 The rows come out of the job's one stateful operator (``rollups.py``) as one Arrow blob per
 table; in foreachBatch, ``rollups.decode_table`` opens them (every lake column but `version`).

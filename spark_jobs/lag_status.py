@@ -92,8 +92,8 @@ class Thresholds:
     min_window_points: int
     min_history_points: int
     history_points: int
-    empty_cycles: int = 2
-    stall_cycles: int = 2
+    empty_cycles: int
+    stall_cycles: int
     warn_lag: float | None = None
     warn_time_lag_s: float | None = None
 
