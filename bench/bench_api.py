@@ -31,6 +31,7 @@ import pyarrow as pa
 from bench.common import Result
 from lagwatch import lake as lakelib
 from lagwatch.broker import free_port
+from lagwatch.vocabulary import Source
 
 GROUPS = 2_000
 TOPICS = 100
@@ -93,7 +94,7 @@ def build_lake(root: Path, now: dt.datetime) -> int:
     ]  # fmt: skip
     lakelib.write_rows(root, "group_status", lakelib.rows_to_arrow("group_status", groups), "bench")
     ends = [
-        {"cluster": CLUSTER, "window_start": t, "window_end": t + dt.timedelta(minutes=1), "source": "admin",
+        {"cluster": CLUSTER, "window_start": t, "window_end": t + dt.timedelta(minutes=1), "source": Source.ADMIN,
          "metric": "log_end_offset", "kind": "counter", "topic": f"topic-{tp}", "partition": p, "samples": 4,
          "last": 2_000_000.0, "first": 1_999_000.0, "version": 1}
         for tp in range(TOPICS) for p in range(PARTITIONS)

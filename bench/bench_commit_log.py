@@ -44,6 +44,7 @@ from collectors.admin_samples import NameFilter
 from collectors.base import SampleFactory
 from collectors.commit_log import TOPIC, CommitLogReader, commit_samples
 from lagwatch.config import Config, parse_config
+from lagwatch.vocabulary import Source
 from tests.fixtures.real_kafka import RealKafkaBroker
 
 ROUNDS = 3
@@ -102,7 +103,7 @@ def lag_cycles(bootstrap: str, commit_log: str, count: int) -> tuple[list[float]
             durations.append(time.monotonic() - started)
             if not result.ok or result.errors:
                 raise RuntimeError(f"cycle {cycle} failed: ok={result.ok} errors={result.errors[:3]}")
-            metrics = Counter(s.metric for s in result.samples if s.source == "admin")
+            metrics = Counter(s.metric for s in result.samples if s.source == Source.ADMIN)
             if metrics["committed_offset"] != GROUP_PARTITIONS:
                 raise RuntimeError(f"{metrics['committed_offset']:,} committed offsets, expected {GROUP_PARTITIONS:,}")
             check_total_lag(sum(s.value for s in result.samples if s.metric == "consumer_lag"))

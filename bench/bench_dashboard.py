@@ -30,6 +30,7 @@ import pyarrow as pa
 
 from bench.common import Result
 from lagwatch import lake as lakelib
+from lagwatch.vocabulary import Source
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +131,7 @@ def _metrics_day(minutes: np.ndarray, t: np.ndarray, rng: np.random.Generator) -
     election = rng.random(len(rates)) < 0.0005
     rates = np.where(base == 0, np.where(election, 1 / 60, 0.0), rates)
     counters = _metric_block(
-        minutes, BROKERS, "jmx", BROKER_COUNTERS, "counter", {"broker": brokers}, np.cumsum(rates) * 60, rates
+        minutes, BROKERS, Source.JMX, BROKER_COUNTERS, "counter", {"broker": brokers}, np.cumsum(rates) * 60, rates
     )
     gauge_base = np.array([2000 / BROKERS * 3, 2000 / BROKERS, 0, 0, 0, 0, 0.7, 0.8, 1, 0.05])
     gauge_values = np.tile(np.repeat(gauge_base, BROKERS), len(minutes))
@@ -138,14 +139,16 @@ def _metrics_day(minutes: np.ndarray, t: np.ndarray, rng: np.random.Generator) -
     is_first_broker = np.arange(len(BROKER_GAUGES) * BROKERS) % BROKERS == 0
     controller = np.tile(is_controller_metric & is_first_broker, len(minutes))
     gauge_values[controller] = 1.0
-    gauges = _metric_block(minutes, BROKERS, "jmx", BROKER_GAUGES, "gauge", {"broker": brokers}, gauge_values, None)
+    gauges = _metric_block(
+        minutes, BROKERS, Source.JMX, BROKER_GAUGES, "gauge", {"broker": brokers}, gauge_values, None
+    )
     topic_ids = np.arange(TOPICS)
     topic_labels = {"broker": _strings(broker_names, topic_ids % BROKERS), "topic": _topic_names(topic_ids)}
     topic_rates = np.tile(np.repeat([10.0, 10_000.0, 20_000.0], TOPICS), len(minutes)) * np.repeat(
         1 + 0.3 * np.sin(t / 240.0), 3 * TOPICS
     )
     topics = _metric_block(
-        minutes, TOPICS, "jmx", BROKER_COUNTERS[:3], "counter", topic_labels, topic_rates * 60, topic_rates
+        minutes, TOPICS, Source.JMX, BROKER_COUNTERS[:3], "counter", topic_labels, topic_rates * 60, topic_rates
     )
     partitions = np.arange(TOPICS * PARTITIONS_PER_TOPIC)
     leo_labels = {
@@ -153,11 +156,11 @@ def _metrics_day(minutes: np.ndarray, t: np.ndarray, rng: np.random.Generator) -
         "partition": pa.array((partitions % PARTITIONS_PER_TOPIC).astype(np.int32)),
     }
     leo = np.repeat(t, len(partitions)) * 60.0 + np.tile(partitions * 1000.0, len(minutes))
-    log_end = _metric_block(minutes, len(partitions), "admin", ("log_end_offset",), "gauge", leo_labels, leo, None)
+    log_end = _metric_block(minutes, len(partitions), Source.ADMIN, ("log_end_offset",), "gauge", leo_labels, leo, None)
     heart_labels = {"client_id": _strings(["collector-a", "collector-b"], np.arange(2))}
     heart_values = np.tile(np.repeat([1000.0, 1000.0, 0.0, 3.0], 2), len(minutes)) * 1.0
     heartbeat = _metric_block(
-        minutes, 2, "heartbeat", HEARTBEAT_METRICS, "counter", heart_labels, heart_values, heart_values / 60
+        minutes, 2, Source.HEARTBEAT, HEARTBEAT_METRICS, "counter", heart_labels, heart_values, heart_values / 60
     )
     table = pa.concat_tables([counters, gauges, topics, log_end, heartbeat])
     return table.sort_by("window_start")

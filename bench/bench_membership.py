@@ -24,6 +24,7 @@ from collectors.admin_samples import LagCounts, NameFilter, group_offset_samples
 from collectors.base import SampleFactory
 from lagwatch.config import LagConfig
 from lagwatch.samples import make_member_sample, make_sample
+from lagwatch.vocabulary import Source
 from spark_jobs import lag, route
 from spark_jobs.schema import PARSED_SAMPLE_SCHEMA
 
@@ -100,7 +101,7 @@ def _operator_frame(rows: list[dict]) -> pd.DataFrame:  # type: ignore[type-arg]
 
 def spark_results() -> list[Result]:
     groups, cycles = 500, 4
-    labels = {"cluster": "bench", "source": "admin", "collector": "bench"}
+    labels = {"cluster": "bench", "source": Source.ADMIN, "collector": "bench"}
     lag_rows, member_rows = [], []
     for cycle in range(cycles):
         ts = TS + cycle * 15_000

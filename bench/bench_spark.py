@@ -35,6 +35,7 @@ from pathlib import Path
 
 from bench.common import Result
 from lagwatch.config import SparkConfig
+from lagwatch.vocabulary import Source
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = int(os.environ.get("LAGWATCH_BENCH_SPARK_SAMPLES", "8000000"))
@@ -54,7 +55,7 @@ def _sample_json(i: int, ts: int, cluster: str) -> bytes:
     """Contract-1 JSON built from a template: make_sample costs ~60 µs, far too slow for millions."""
     entity = i % SERIES
     return (
-        f'{{"v":1,"id":"{cluster}-{i:012d}","ts":{ts},"cluster":"{cluster}","source":"admin","collector":"bench",'
+        f'{{"v":1,"id":"{cluster}-{i:012d}","ts":{ts},"cluster":"{cluster}","source":"{Source.ADMIN}","collector":"bench",'
         f'"metric":"log_end_offset","kind":"counter","value":{float(i)},"broker":null,"topic":"t{entity % 100}",'
         f'"partition":{entity},"group_id":null,"client_id":null}}'
     ).encode()

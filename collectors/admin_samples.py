@@ -36,9 +36,9 @@ from confluent_kafka.admin import ClusterMetadata, ConsumerGroupDescription
 from collectors.base import SampleFactory
 from lagwatch.membership import GROUP_MEMBERS_METRIC, GROUP_STATE_CODE, GROUP_STATE_METRIC, PARTITION_ASSIGNED_METRIC
 from lagwatch.samples import Sample, label_text
-from lagwatch.vocabulary import GROUP_LOG_START_METRIC
+from lagwatch.vocabulary import GROUP_LOG_START_METRIC, Source
 
-SOURCE = "admin"
+SOURCE = Source.ADMIN
 MAX_CACHED_NAMES = 200_000
 
 #: consumer_group_state gauge value per Kafka group state (codes: lagwatch.membership.GROUP_STATES).

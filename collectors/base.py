@@ -90,7 +90,7 @@ class Collector(Protocol):
 
     @property
     def source(self) -> str:
-        """Sample source of this target: 'admin', 'jmx' or 'prom'."""
+        """Sample source of this target: one of `lagwatch.vocabulary.TARGET_SOURCES`."""
         ...
 
     @property

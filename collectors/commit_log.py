@@ -53,11 +53,12 @@ from collectors.commit_log_decode import (
     decode_key,
 )
 from lagwatch.samples import Sample
+from lagwatch.vocabulary import Source
 
 log = logging.getLogger(__name__)
 
 TOPIC = "__consumer_offsets"
-SOURCE = "commitlog"
+SOURCE = Source.COMMITLOG
 #: Commits waiting for the next cycle beyond this are dropped (and counted): a collector that
 #: is not draining (its admin target moved to another instance) must not grow without bound.
 MAX_PENDING = 2_000_000

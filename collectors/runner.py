@@ -31,6 +31,7 @@ from lagwatch.kafka import (
     transport_client_config,
 )
 from lagwatch.samples import Sample
+from lagwatch.vocabulary import Source
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,7 @@ class CollectLoop:
             "collector_targets_assigned": ("gauge", assigned),
         }
         return [
-            self.make(ts=ts, source="heartbeat", metric=metric, kind=kind, value=value, client_id=self.instance)
+            self.make(ts=ts, source=Source.HEARTBEAT, metric=metric, kind=kind, value=value, client_id=self.instance)
             for metric, (kind, value) in values.items()
         ]
 

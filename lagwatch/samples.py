@@ -14,8 +14,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from lagwatch.vocabulary import SOURCES
+
 SCHEMA_VERSION = 1
-SOURCES: tuple[str, ...] = ("jmx", "prom", "admin", "commitlog", "probe", "heartbeat")
 KINDS: tuple[str, ...] = ("counter", "gauge")
 #: Labels only a membership sample carries (:class:`MemberSample`); other records leave them out.
 MEMBER_LABELS: tuple[str, ...] = ("member_id", "host")

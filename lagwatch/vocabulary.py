@@ -13,10 +13,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from enum import StrEnum
 
-#: Sample sources (contract 1): who measured the value.
-JMX_SOURCES = ("jmx", "prom")
-TARGET_SOURCES = ("jmx", "prom", "admin")
+
+class Source(StrEnum):
+    """Sample sources (contract 1): who measured the value. A member is its own string on the wire."""
+
+    JMX = "jmx"  # a broker's or client's JMX, read by jpype or jmxquery
+    PROM = "prom"  # the Prometheus JMX exporter's text format
+    ADMIN = "admin"  # the Kafka Admin API (offsets, groups, members)
+    COMMITLOG = "commitlog"  # commits read from __consumer_offsets as they happen
+    PROBE = "probe"  # an end-to-end probe record
+    HEARTBEAT = "heartbeat"  # a collector instance's own counters
+
+
+#: Every source, as the plain strings the Spark job checks records against.
+SOURCES: tuple[str, ...] = tuple(source.value for source in Source)
+JMX_SOURCES: tuple[str, ...] = (Source.JMX.value, Source.PROM.value)
+#: Sources that scrape a configured target (and so publish `up` and `scrape_duration_seconds`).
+TARGET_SOURCES: tuple[str, ...] = (*JMX_SOURCES, Source.ADMIN.value)
 
 
 #: The per group-partition copy of log_start_offset: per group so it reaches the group's lag state.
@@ -74,32 +89,33 @@ METRICS: tuple[Metric, ...] = (
     Metric("records_consumed_rate", "gauge", "records/s", ("broker", "client_id"), JMX_SOURCES,
            "Consumer client: records consumed per second"),
     # Admin API (collectors/admin_samples.py).
-    Metric("broker_count", "gauge", "brokers", (), ("admin",),
+    Metric("broker_count", "gauge", "brokers", (), (Source.ADMIN,),
            "Brokers in the cluster metadata"),
-    Metric("controller_id", "gauge", "broker id", (), ("admin",),
+    Metric("controller_id", "gauge", "broker id", (), (Source.ADMIN,),
            "Broker id the metadata names as controller"),
-    Metric("topic_partitions", "gauge", "partitions", ("topic",), ("admin",),
+    Metric("topic_partitions", "gauge", "partitions", ("topic",), (Source.ADMIN,),
            "Partitions of the topic"),
-    Metric("log_end_offset", "counter", "offset", ("topic", "partition"), ("admin",),
+    Metric("log_end_offset", "counter", "offset", ("topic", "partition"), (Source.ADMIN,),
            "Log-end offset (ListOffsets latest)"),
-    Metric("log_start_offset", "gauge", "offset", ("topic", "partition"), ("admin",),
+    Metric("log_start_offset", "gauge", "offset", ("topic", "partition"), (Source.ADMIN,),
            "Log start offset (ListOffsets earliest): retention deletes below it; a recreated topic moves it back"),
-    Metric(GROUP_LOG_START_METRIC, "gauge", "offset", ("group_id", "topic", "partition"), ("admin",),
+    Metric(GROUP_LOG_START_METRIC, "gauge", "offset", ("group_id", "topic", "partition"), (Source.ADMIN,),
            "log_start_offset of a partition the group has committed on, read in the cycle of its committed_offset"),
-    Metric("committed_offset", "counter", "offset", ("group_id", "topic", "partition"), ("admin", "commitlog"),
+    Metric("committed_offset", "counter", "offset", ("group_id", "topic", "partition"),
+           (Source.ADMIN, Source.COMMITLOG),
            "The group's committed offset: per cycle (admin), and every commit at its commit time (commitlog)"),
-    Metric("commit_log_in_use", "gauge", "0/1", (), ("commitlog",),
+    Metric("commit_log_in_use", "gauge", "0/1", (), (Source.COMMITLOG,),
            "1 when the cycle's committed offsets came from __consumer_offsets, 0 when from OffsetFetch"),
-    Metric("consumer_lag", "gauge", "records", ("group_id", "topic", "partition"), ("admin",),
+    Metric("consumer_lag", "gauge", "records", ("group_id", "topic", "partition"), (Source.ADMIN,),
            "log_end_offset − committed_offset read in the same cycle; never negative"),
-    Metric("consumer_lag_negative", "gauge", "flag (1)", ("group_id", "topic", "partition"), ("admin",),
+    Metric("consumer_lag_negative", "gauge", "flag (1)", ("group_id", "topic", "partition"), (Source.ADMIN,),
            "Data-quality event: committed offset beyond the log end (no consumer_lag then)"),
-    Metric("consumer_group_members", "gauge", "members", ("group_id",), ("admin",),
+    Metric("consumer_group_members", "gauge", "members", ("group_id",), (Source.ADMIN,),
            "Members of the group (DescribeConsumerGroups)"),
-    Metric("consumer_group_state", "gauge", "state code", ("group_id",), ("admin",),
+    Metric("consumer_group_state", "gauge", "state code", ("group_id",), (Source.ADMIN,),
            "Group state code: 0 Unknown, 1 Empty, 2 Stable, 3 PreparingRebalance, 4 CompletingRebalance, 5 Dead"),
     Metric("partition_assigned", "gauge", "flag (1)",
-           ("group_id", "topic", "partition", "client_id", "member_id", "host"), ("admin",),
+           ("group_id", "topic", "partition", "client_id", "member_id", "host"), (Source.ADMIN,),
            "A group member owns the partition; the labels name it (DescribeConsumerGroups)"),
     # Added by the runner for every scrape target (source = the target's).
     Metric("up", "gauge", "0/1", ("broker", "client_id"), TARGET_SOURCES,
@@ -107,13 +123,13 @@ METRICS: tuple[Metric, ...] = (
     Metric("scrape_duration_seconds", "gauge", "seconds", ("broker", "client_id"), TARGET_SOURCES,
            "Wall time of the target's scrape"),
     # Collector heartbeat (client_id = collector instance id).
-    Metric("collector_samples_produced_total", "counter", "samples", ("client_id",), ("heartbeat",),
+    Metric("collector_samples_produced_total", "counter", "samples", ("client_id",), (Source.HEARTBEAT,),
            "Samples handed to the producer"),
-    Metric("collector_samples_delivered_total", "counter", "samples", ("client_id",), ("heartbeat",),
+    Metric("collector_samples_delivered_total", "counter", "samples", ("client_id",), (Source.HEARTBEAT,),
            "Samples the transport broker acknowledged"),
-    Metric("collector_samples_failed_total", "counter", "samples", ("client_id",), ("heartbeat",),
+    Metric("collector_samples_failed_total", "counter", "samples", ("client_id",), (Source.HEARTBEAT,),
            "Samples whose delivery failed"),
-    Metric("collector_targets_assigned", "gauge", "targets", ("client_id",), ("heartbeat",),
+    Metric("collector_targets_assigned", "gauge", "targets", ("client_id",), (Source.HEARTBEAT,),
            "Scrape targets this collector instance owns now"),
 )  # fmt: skip
 

@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from lagwatch.membership import GROUP_METRICS, PARTITION_ASSIGNED_METRIC
-from lagwatch.vocabulary import BROKER_EVENT_METRICS, TARGET_SOURCES
+from lagwatch.vocabulary import BROKER_EVENT_METRICS, TARGET_SOURCES, Source
 from spark_jobs import packed
 from spark_jobs.lag import LAG_METRICS, LAG_SOURCES
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
@@ -241,7 +241,7 @@ def _series_routes(series: pa.Table, lag_routing: bool) -> SeriesRoutes:
     return routes
 
 
-ADMIN = ("admin",)
+ADMIN = (Source.ADMIN.value,)
 
 
 def _selected(series: pa.Table, sources: tuple[str, ...], metrics: str | tuple[str, ...], *labels: str) -> np.ndarray:

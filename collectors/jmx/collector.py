@@ -16,6 +16,7 @@ from collectors.jmx.backend import JmxBackend, JmxEndpoint, ReadResult, TargetDo
 from collectors.jmx.mapping import MetricDef, metrics_for
 from lagwatch.config import Config, JmxTarget
 from lagwatch.samples import Sample
+from lagwatch.vocabulary import Source
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +59,7 @@ class JmxCollector:
 
     @property
     def source(self) -> str:
-        return "prom" if self.target.backend == "prometheus" else "jmx"
+        return Source.PROM if self.target.backend == "prometheus" else Source.JMX
 
     @property
     def labels(self) -> dict[str, str | None]:
