@@ -199,8 +199,7 @@ def _partitions_latest(columns: str) -> str:
     return newest_rows("lag_1m", columns, key="group_id, topic, partition", where=_IN_LATEST)
 
 
-#: Each partition's newest row (whole rows: a per-column arg_max would skip a NULL and bring
-#: back an older window's value). A group's ETA is its slowest partition's, and NULL ("not
+#: From each partition's newest row: a group's ETA is its slowest partition's, and NULL ("not
 #: catching up") as soon as one lagging partition is not catching up; rate_span_s is the
 #: shortest span any partition's rates were measured over (the ETA's basis).
 SQL_GROUP_RATES_LATEST = f"""
@@ -272,15 +271,13 @@ FROM per_window GROUP BY ALL ORDER BY time, topic_partition
 """
 
 #: Each partition's newest row in the latest slice: its lag and status and the member owning it.
-SQL_GROUP_OWNERS = (
-    newest_rows(
-        "lag_1m",
-        "topic, partition, lag, status, retention_margin, retention_margin_s, "
-        "owner_client_id, owner_host, owner_member_id, owner_changes, window_start AS minute",
-        key="topic, partition",
-        where=f"{_IN_LATEST} AND group_id = $group",
-    )
-    + "ORDER BY lag DESC, topic, partition\n"
+SQL_GROUP_OWNERS = newest_rows(
+    "lag_1m",
+    "topic, partition, lag, status, retention_margin, retention_margin_s, "
+    "owner_client_id, owner_host, owner_member_id, owner_changes, window_start AS minute",
+    key="topic, partition",
+    where=f"{_IN_LATEST} AND group_id = $group",
+    order_by="lag DESC, topic, partition",
 )
 
 SQL_GROUP_STATUS_HISTORY = """
@@ -306,15 +303,13 @@ QUALIFY row_number() OVER (PARTITION BY incident_key ORDER BY ts DESC, seq DESC)
 ORDER BY ts DESC
 """
 
-SQL_PIPELINE_LATEST = (
-    newest_rows(
-        "pipeline_progress_since($latest_start)",
-        "query, batch_id, ts, input_rows_per_s, processed_rows_per_s, batch_duration_ms, watermark, freshness_s",
-        key="query",
-        where="cluster = $cluster AND ts < $end",
-        newest_by="ts",
-    )
-    + "ORDER BY query\n"
+SQL_PIPELINE_LATEST = newest_rows(
+    "pipeline_progress_since($latest_start)",
+    "query, batch_id, ts, input_rows_per_s, processed_rows_per_s, batch_duration_ms, watermark, freshness_s",
+    key="query",
+    where="cluster = $cluster AND ts < $end",
+    newest_by="ts",
+    order_by="query",
 )
 
 SQL_PIPELINE_SERIES = """

@@ -156,7 +156,7 @@ def _get(offsets: Offsets, topic: str, partition: int) -> int | None:
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Driver side plans offset ranges; `read` runs in executors' Python workers."""
+    """Driver side plans offset ranges; `read` runs in executors' Python workers (`kafka_source_reader`)."""
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options

@@ -18,7 +18,7 @@ def _table() -> duckdb.DuckDBPyConnection:
 
 
 def test_the_newest_whole_row_per_key_is_kept_even_with_a_null_value() -> None:
-    sql = newest_rows("t", "k, window_start, v", key="k", where="window_start < 9") + "ORDER BY k\n"
+    sql = newest_rows("t", "k, window_start, v", key="k", where="window_start < 9", order_by="k")
     rows = _table().execute(sql).fetchall()
     assert rows == [("a", 2, None), ("b", 5, 500)], "a NULL in the newest row never falls back to an older value"
 
