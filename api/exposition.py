@@ -11,9 +11,9 @@ one block per group (worst groups first), then per group and topic, then per par
 a level does not fit, the rest of it and every finer level are dropped, and the counts go to
 `lagwatch_api_series_dropped{level}` (this render) and `lagwatch_api_series_dropped_total`.
 
-Why hand-formatted lines instead of prometheus_client's registry: 2,000 groups × 20
-partitions make about 400,000 samples; building a sample object each costs seconds, a
-formatted line a fraction of that, once per snapshot.
+Why hand-formatted lines instead of prometheus_client's registry: a big cluster's snapshot
+holds hundreds of thousands of partition samples, and a sample object each costs far more
+than a formatted line, once per snapshot (docs/performance.md, "API").
 """
 
 from __future__ import annotations

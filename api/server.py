@@ -54,7 +54,8 @@ def _json(status: int, body: dict[str, Any]) -> Response:
 
 
 def _streamed(body: bytes, media_type: str) -> Response:
-    """A large body in 1 MB pieces: one 40 MB write is about twice as slow through asyncio and h11."""
+    """A large body in STREAM_PIECE pieces: one large write is slower through asyncio and h11
+    (docs/performance.md, "API")."""
     view = memoryview(body)
 
     async def pieces() -> AsyncIterator[memoryview]:

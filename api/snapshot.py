@@ -4,7 +4,7 @@ Why one snapshot: a request must never wait for the lake. The cache (`api.cache`
 snapshot at most once per `[api] cache_s` and every endpoint answers from it; the Prometheus
 text is rendered once per snapshot. All SQL runs through `lagwatch.lake.connect_readonly`
 against the lake's views, with time filters on key columns so DuckDB reads only the last few
-minutes of files (the same shape as the dashboard's "latest" queries).
+minutes of files (the same shape as the dashboard's "latest" queries: `lagwatch.lake_queries`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from lagwatch import lake as lakelib
+from lagwatch.lake_queries import newest_rows
 
 if TYPE_CHECKING:
     import duckdb
@@ -38,7 +39,7 @@ BROKER_METRICS = (
 
 #: One hash aggregate per (cluster, group, topic, partition): the newest row of the lookback (as a
 #: struct, so a NULL time lag stays NULL instead of falling back to an older row) and the oldest row
-#: of the commit window (Burrow's `start`). A sort per partition (row_number) cost twice as much.
+#: of the commit window (Burrow's `start`). A sort per partition (row_number) costs more (docs/performance.md).
 _PARTITIONS_SQL = """
 WITH agg AS (
   SELECT cluster, group_id, topic, partition,
@@ -57,12 +58,13 @@ FROM agg
 ORDER BY cluster, group_id, topic, partition
 """
 
-_GROUPS_SQL = """
-SELECT cluster, group_id, status, reason, rule, updated_at
-FROM group_status
-WHERE window_start >= $since - INTERVAL 1 MINUTE AND window_start <= $until
-QUALIFY row_number() OVER (PARTITION BY cluster, group_id ORDER BY updated_at DESC) = 1
-"""
+_GROUPS_SQL = newest_rows(
+    "group_status",
+    "cluster, group_id, status, reason, rule, updated_at",
+    key="cluster, group_id",
+    where="window_start >= $since - INTERVAL 1 MINUTE AND window_start <= $until",
+    newest_by="updated_at",
+)
 
 _TOPIC_OFFSETS_SQL = """
 SELECT cluster, topic, partition, arg_max_null("last", window_start) AS end_offset

@@ -30,6 +30,7 @@ import pandas as pd
 
 from lagwatch import lake as lakelib
 from lagwatch import vocabulary
+from lagwatch.lake_queries import newest_rows
 
 if TYPE_CHECKING:
     import duckdb
@@ -182,25 +183,28 @@ GROUP BY ALL ORDER BY source, broker, client_id
 
 #: group_status is keyed by minute (window_start); the filter on it is what reaches the Parquet
 #: scan below the views' dedupe, updated_at (within that minute) then trims the edges.
-SQL_GROUPS_LATEST = """
-SELECT group_id, status, reason, rule, total_lag, max_lag, max_time_lag_s, partitions, topics,
-       group_state, members, rebalances, updated_at
-FROM group_status
-WHERE cluster = $cluster AND window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end
-  AND updated_at >= $recent_start AND updated_at < $end
-QUALIFY row_number() OVER (PARTITION BY group_id ORDER BY updated_at DESC) = 1
-"""
+SQL_GROUPS_LATEST = newest_rows(
+    "group_status",
+    "group_id, status, reason, rule, total_lag, max_lag, max_time_lag_s, partitions, topics, "
+    "group_state, members, rebalances, updated_at",
+    key="group_id",
+    where="cluster = $cluster AND window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end "
+    "AND updated_at >= $recent_start AND updated_at < $end",
+    newest_by="updated_at",
+)
 
-#: Each partition's newest row (whole rows: a per-column arg_max would skip a NULL and bring
-#: back an older window's value). A group's ETA is its slowest partition's, and NULL ("not
+
+def _partitions_latest(columns: str) -> str:
+    """Each (group, topic, partition)'s newest lag_1m row in the latest slice."""
+    return newest_rows("lag_1m", columns, key="group_id, topic, partition", where=_IN_LATEST)
+
+
+#: From each partition's newest row: a group's ETA is its slowest partition's, and NULL ("not
 #: catching up") as soon as one lagging partition is not catching up; rate_span_s is the
 #: shortest span any partition's rates were measured over (the ETA's basis).
 SQL_GROUP_RATES_LATEST = f"""
 WITH latest AS (
-  SELECT group_id, lag, consume_rate, produce_rate, eta_s, rate_span_s
-  FROM lag_1m WHERE {_IN_LATEST}
-  QUALIFY row_number() OVER (PARTITION BY group_id, topic, partition ORDER BY window_start DESC) = 1
-)
+{_partitions_latest("group_id, lag, consume_rate, produce_rate, eta_s, rate_span_s")})
 SELECT group_id, sum(consume_rate) AS consume_rate, sum(produce_rate) AS produce_rate,
        CASE WHEN bool_or(eta_s IS NULL AND lag > 0) THEN NULL ELSE max(eta_s) END AS eta_s,
        min(rate_span_s) AS rate_span_s
@@ -209,10 +213,7 @@ FROM latest GROUP BY group_id
 
 SQL_TOPIC_GROUPS_LATEST = f"""
 WITH latest AS (
-  SELECT group_id, topic, lag, time_lag_s, status
-  FROM lag_1m WHERE {_IN_LATEST}
-  QUALIFY row_number() OVER (PARTITION BY group_id, topic, partition ORDER BY window_start DESC) = 1
-)
+{_partitions_latest("group_id, topic, lag, time_lag_s, status")})
 SELECT topic, group_id, sum(lag) AS total_lag, max(lag) AS max_lag, max(time_lag_s) AS max_time_lag_s,
        string_agg(DISTINCT status, ', ' ORDER BY status) AS statuses
 FROM latest GROUP BY ALL ORDER BY topic, total_lag DESC
@@ -270,13 +271,14 @@ FROM per_window GROUP BY ALL ORDER BY time, topic_partition
 """
 
 #: Each partition's newest row in the latest slice: its lag and status and the member owning it.
-SQL_GROUP_OWNERS = f"""
-SELECT topic, partition, lag, status, retention_margin, retention_margin_s,
-       owner_client_id, owner_host, owner_member_id, owner_changes, window_start AS minute
-FROM lag_1m WHERE {_IN_LATEST} AND group_id = $group
-QUALIFY row_number() OVER (PARTITION BY topic, partition ORDER BY window_start DESC) = 1
-ORDER BY lag DESC, topic, partition
-"""
+SQL_GROUP_OWNERS = newest_rows(
+    "lag_1m",
+    "topic, partition, lag, status, retention_margin, retention_margin_s, "
+    "owner_client_id, owner_host, owner_member_id, owner_changes, window_start AS minute",
+    key="topic, partition",
+    where=f"{_IN_LATEST} AND group_id = $group",
+    order_by="lag DESC, topic, partition",
+)
 
 SQL_GROUP_STATUS_HISTORY = """
 SELECT updated_at AS time, status, reason, total_lag
@@ -301,13 +303,14 @@ QUALIFY row_number() OVER (PARTITION BY incident_key ORDER BY ts DESC, seq DESC)
 ORDER BY ts DESC
 """
 
-SQL_PIPELINE_LATEST = """
-SELECT query, batch_id, ts, input_rows_per_s, processed_rows_per_s, batch_duration_ms, watermark, freshness_s
-FROM pipeline_progress_since($latest_start)
-WHERE cluster = $cluster AND ts < $end
-QUALIFY row_number() OVER (PARTITION BY query ORDER BY ts DESC) = 1
-ORDER BY query
-"""
+SQL_PIPELINE_LATEST = newest_rows(
+    "pipeline_progress_since($latest_start)",
+    "query, batch_id, ts, input_rows_per_s, processed_rows_per_s, batch_duration_ms, watermark, freshness_s",
+    key="query",
+    where="cluster = $cluster AND ts < $end",
+    newest_by="ts",
+    order_by="query",
+)
 
 SQL_PIPELINE_SERIES = """
 SELECT time_bucket(to_seconds($bucket_s), ts) AS time, query,

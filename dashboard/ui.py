@@ -102,6 +102,23 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R | None]:
     return wrapper
 
 
+def lake_page(body: Callable[[AppContext, queries.Scope], None]) -> None:
+    """Run a page that reads the lake, as a live fragment: its scope captioned first, and while
+    the lake holds no data one sentence on how to fill it instead of a page of empty sections."""
+
+    @guarded
+    def render() -> None:
+        ctx = context()
+        page_scope = scope()
+        caption_scope(page_scope)
+        if lake_is_empty(ctx.lake):
+            empty(EMPTY_LAKE)
+            return
+        body(ctx, page_scope)
+
+    live(render)()
+
+
 def lake_is_empty(lake: queries.Lake) -> bool:
     """No data file in any table (the per-table `_schema.parquet` placeholders do not count)."""
     return not any(path for path in lake.path.glob("*/date=*/*.parquet") if not path.name.startswith("_"))

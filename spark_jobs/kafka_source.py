@@ -1,116 +1,47 @@
-"""A Kafka streaming source for Spark, written with the Python Data Source API.
+"""A Kafka streaming source for Spark, written with the Python Data Source API: its driver side.
 
 Why it exists: Spark's own `kafka` source lives in a jar that cannot be downloaded here. This
 source reads the same records with confluent-kafka and yields the same columns
 (KAFKA_RECORD_SCHEMA), so everything downstream is unaware of which source ran.
 
 How offsets flow:
-- The driver-side reader (`latestOffset`, `partitions`) only talks to the broker for metadata.
-  Offsets are a JSON dict ``{topic: {partition: next_offset}}`` that Spark stores in its
-  checkpoint, so a restarted query resumes exactly where the last committed batch ended.
+- The driver-side reader (`latestOffset`, `partitions`, this module) only talks to the broker
+  for metadata. Offsets are a JSON dict ``{topic: {partition: next_offset}}`` that Spark stores
+  in its checkpoint, so a restarted query resumes exactly where the last committed batch ended.
 - Each batch becomes one input partition per topic-partition with new records; an executor's
-  Python worker assigns that partition, seeks to the start and reads exactly ``[start, end)``.
+  Python worker assigns that partition, seeks to the start and reads exactly ``[start, end)``
+  (``kafka_source_reader.py``, which also decodes and routes the records when asked).
 - A per-batch row cap is split in proportion to each partition's backlog: an even split starves
   the busiest partitions, whose old records then arrive behind the watermark and are dropped.
 - An unreachable broker raises :class:`KafkaSourceError` naming the bootstrap servers after a
   bounded number of attempts, instead of librdkafka's silent endless retry.
-
-With the option ``decodeSamplesMaxBytes`` the reader also decodes each batch as lagwatch samples
-(``decode.decode_batch``, the function ``parse.py`` runs after any other source) and yields
-them packed (``packed.py``): one row per read batch of up to ARROW_BATCH_ROWS records, holding
-their DECODED_SCHEMA rows. The records then cross into the JVM once, decoded, and as a few
-large values instead of one row each. With ``routeSamplesCluster`` as well, the reader also
-routes them to the stateful operator's buckets (``route.py``) and yields ROUTED_DDL rows, which
-saves every batch a second Python worker per partition.
 """
 
 from __future__ import annotations
 
-import bisect
-import contextlib
-import functools
 import json
 import logging
-import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
-from lagwatch.gc_pause import cyclic_gc_paused
+from spark_jobs.kafka_source_reader import (
+    KAFKA_OPTION_PREFIX,
+    SOURCE_NAME,
+    KafkaRangePartition,
+    KafkaSourceError,
+    SourceOptions,
+    new_consumer,
+    read_range,
+)
 from spark_jobs.schema import KAFKA_RECORD_SCHEMA
 
 log = logging.getLogger(__name__)
 
-SOURCE_NAME = "lagwatch_kafka"
-#: Options starting with this prefix are librdkafka settings (as with Spark's native source).
-KAFKA_OPTION_PREFIX = "kafka."
-#: Records per Arrow batch handed to Spark by a reader.
-ARROW_BATCH_ROWS = 20_000
-#: Settings every consumer here needs: offsets live in Spark's checkpoint, never in Kafka.
-_CONSUMER_FIXED = {
-    "enable.auto.commit": "false",
-    "enable.auto.offset.store": "false",
-    "enable.partition.eof": "true",
-    "auto.offset.reset": "earliest",
-}
-
 Offsets = dict[str, dict[str, int]]
-
-
-class KafkaSourceError(RuntimeError):
-    """The source cannot do its job (broker unreachable, topic missing, reader stalled)."""
-
-
-@dataclass(frozen=True)
-class SourceOptions:
-    """The data source options, parsed once (Spark hands them over as strings)."""
-
-    topics: tuple[str, ...]
-    client: dict[str, str]
-    starting_offsets: str = "earliest"
-    max_rows_per_batch: int | None = None
-    timeout_s: float = 10.0
-    retries: int = 2
-    read_timeout_s: float = 120.0
-    #: When set, yield decode.DECODED_SCHEMA rows packed (records over this many bytes are dead letters).
-    decode_max_bytes: int | None = None
-    #: When set (with decoding), yield route.ROUTED_DDL rows instead: this names a dead letter's
-    #: cluster when the record cannot, and route_lag sends lag samples to their group's bucket.
-    route_cluster: str | None = None
-    route_lag: bool = False
-
-    @property
-    def servers(self) -> str:
-        return self.client.get("bootstrap.servers", "")
-
-    @classmethod
-    def parse(cls, options: Mapping[str, str]) -> SourceOptions:
-        topics = tuple(t.strip() for t in options.get("topic", options.get("subscribe", "")).split(",") if t.strip())
-        if not topics:
-            raise KafkaSourceError(f"{SOURCE_NAME}: option 'topic' is required (one topic or a comma list)")
-        client = {k[len(KAFKA_OPTION_PREFIX) :]: v for k, v in options.items() if k.startswith(KAFKA_OPTION_PREFIX)}
-        if not client.get("bootstrap.servers"):
-            raise KafkaSourceError(f"{SOURCE_NAME}: option 'kafka.bootstrap.servers' is required")
-        starting = options.get("startingOffsets", "earliest")
-        if starting not in ("earliest", "latest"):
-            raise KafkaSourceError(f"{SOURCE_NAME}: startingOffsets must be earliest or latest, not {starting!r}")
-        cap = options.get("maxRowsPerBatch")
-        return cls(
-            topics=topics,
-            client=client,
-            starting_offsets=starting,
-            max_rows_per_batch=int(cap) if cap else None,
-            timeout_s=float(options.get("timeoutS", 10)),
-            retries=int(options.get("retries", 2)),
-            read_timeout_s=float(options.get("readTimeoutS", 120)),
-            decode_max_bytes=int(options["decodeSamplesMaxBytes"]) if options.get("decodeSamplesMaxBytes") else None,
-            route_cluster=options.get("routeSamplesCluster"),
-            route_lag=options.get("routeLagSamples", "false").lower() == "true",
-        )
 
 
 def source_options(
@@ -162,45 +93,6 @@ def split_row_cap(backlogs: Mapping[Any, int], cap: int) -> dict[Any, int]:
     return shares
 
 
-class KafkaRangePartition(InputPartition):
-    """Read [start, end) of one topic-partition (picklable: sent to an executor)."""
-
-    def __init__(self, topic: str, partition: int, start: int, end: int) -> None:
-        super().__init__((topic, partition, start, end))
-        self.topic = topic
-        self.partition = partition
-        self.start = start
-        self.end = end
-
-
-#: Defaults for range reads (a user's own settings win).
-#: - fetch.queue.backoff.ms: how long librdkafka waits before it looks again at a full
-#:   prefetch queue. At 0 its fetcher thread spun on that check for as long as the reader was
-#:   busy decoding, which cost as much CPU as the reader itself (docs/performance.md). 10 ms is
-#:   a sliver of the time a reader takes for 20,000 records.
-#: - queued.min.messages, max.partition.fetch.bytes: a shallow prefetch. A read stops at its
-#:   range's end, but librdkafka keeps fetching ahead and decompresses and parses all it
-#:   fetched; with a queue of a million and 50 MB fetches, each range of a capped batch paid
-#:   for records far past its end.
-_CONSUMER_DEFAULTS = {
-    "group.id": "lagwatch-spark-source",
-    "log_level": "3",
-    "max.partition.fetch.bytes": "1048576",
-    "queued.min.messages": "20000",
-    "fetch.queue.backoff.ms": "10",
-}
-#: consume() returns when this many seconds pass or the batch is full; short, because it
-#: otherwise waits for a full batch and a range read becomes latency-bound.
-_CONSUME_POLL_S = 0.05
-
-
-def _consumer(client: Mapping[str, str]) -> Any:
-    from confluent_kafka import Consumer
-
-    settings = {**_CONSUMER_DEFAULTS, **client, **_CONSUMER_FIXED}
-    return Consumer(settings)
-
-
 class _Metadata:
     """Driver-side broker metadata with bounded retries (topic partitions, watermarks)."""
 
@@ -210,7 +102,7 @@ class _Metadata:
 
     def _client(self) -> Any:
         if self._consumer is None:
-            self._consumer = _consumer(self.options.client)
+            self._consumer = new_consumer(self.options.client)
         return self._consumer
 
     def _attempt(self, what: str, call: Any) -> Any:
@@ -264,7 +156,7 @@ def _get(offsets: Offsets, topic: str, partition: int) -> int | None:
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
-    """Driver side plans offset ranges; `read` runs in executors' Python workers."""
+    """Driver side plans offset ranges; `read` runs in executors' Python workers (`kafka_source_reader`)."""
 
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
@@ -364,145 +256,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def stop(self) -> None:
         if self._metadata is not None:
             self._metadata.close()
-
-
-def read_range(options: SourceOptions, part: KafkaRangePartition) -> Iterator[Any]:
-    """Read exactly [start, end) of one partition as Arrow batches, then stop.
-
-    Gaps (compacted or transaction-marker offsets) are fine: the read ends at the first record
-    at or past `end`, or at the partition end once it is at or past `end`. If nothing arrives for
-    `read_timeout_s`, the read fails naming the servers and the range instead of hanging.
-    """
-    from confluent_kafka import TopicPartition
-
-    consumer = _consumer(options.client)
-    batch = _ArrowBatch(part.topic, part.partition)
-    # About ten tracked objects per record (docs/rollups.md has what the pause saves); a read
-    # makes no reference cycles of its own.
-    with cyclic_gc_paused(), contextlib.closing(consumer):
-        consumer.assign([TopicPartition(part.topic, part.partition, part.start)])
-        position, last_progress = part.start, time.monotonic()
-        while position < part.end:
-            messages = consumer.consume(
-                num_messages=min(ARROW_BATCH_ROWS, part.end - position), timeout=_CONSUME_POLL_S
-            )
-            if not messages and time.monotonic() - last_progress > options.read_timeout_s:
-                raise KafkaSourceError(
-                    f"no records from Kafka at {options.servers!r} for {options.read_timeout_s:g} s while reading "
-                    f"{part.topic}-{part.partition} [{position}, {part.end})"
-                )
-            records, offsets, reached_end = _in_range(messages, part, options.servers)
-            batch.extend(records, offsets)
-            if offsets:
-                position = offsets[-1] + 1
-            if reached_end:
-                position = part.end
-            if messages:
-                last_progress = time.monotonic()
-            if batch.rows >= ARROW_BATCH_ROWS:
-                yield _handed_over(batch.flush(), options)
-        if batch.rows:
-            yield _handed_over(batch.flush(), options)
-
-
-def _in_range(messages: list[Any], part: KafkaRangePartition, servers: str) -> tuple[list[Any], list[int], bool]:
-    """(the records of ``messages`` inside the range, their offsets, whether the range's end was reached).
-
-    Whole lists at a time, not a branch per record: this loop runs for every record read.
-    A partition-EOF event at or past the end ends the range too; any other error fails the read.
-    """
-    from confluent_kafka import KafkaError
-
-    reached_end = False
-    if any(message.error() is not None for message in messages):
-        records = []
-        for message in messages:
-            error = message.error()
-            if error is None:
-                records.append(message)
-            elif error.code() == KafkaError._PARTITION_EOF:
-                reached_end = reached_end or message.offset() >= part.end
-            else:
-                raise KafkaSourceError(f"reading {part.topic}-{part.partition} from {servers!r}: {error}")
-        messages = records
-    offsets = [message.offset() for message in messages]
-    if offsets and offsets[-1] >= part.end:  # a partition's offsets only grow
-        keep = bisect.bisect_left(offsets, part.end)
-        return messages[:keep], offsets[:keep], True
-    return messages, offsets, reached_end
-
-
-def _handed_over(records: Any, options: SourceOptions) -> Any:
-    """The batch as Spark gets it: raw records, its decoded samples packed in one row, or those
-    routed to the state buckets (one packed row per bucket)."""
-    if options.decode_max_bytes is None:
-        return records
-    import pyarrow as pa
-
-    from spark_jobs import route
-    from spark_jobs.decode import decode_batch
-    from spark_jobs.packed import pack
-
-    decoded = decode_batch(records, options.decode_max_bytes)
-    if options.route_cluster is None:
-        return pack(decoded)
-    return route.route(pa.Table.from_batches([decoded]), options.route_cluster, options.route_lag)
-
-
-class _ArrowBatch:
-    """Column buffers for one partition's records, flushed as a pyarrow RecordBatch."""
-
-    def __init__(self, topic: str, partition: int) -> None:
-        self.topic = topic
-        self.partition = partition
-        self._reset()
-
-    def _reset(self) -> None:
-        self.keys: list[bytes | None] = []
-        self.values: list[bytes | None] = []
-        self.offsets: list[int] = []
-        self.timestamps: list[tuple[int, int]] = []
-
-    @property
-    def rows(self) -> int:
-        return len(self.offsets)
-
-    def extend(self, messages: list[Any], offsets: list[int]) -> None:
-        self.keys += [message.key() for message in messages]
-        self.values += [message.value() for message in messages]
-        self.offsets += offsets
-        self.timestamps += [message.timestamp() for message in messages]
-
-    def flush(self) -> Any:
-        import numpy as np
-        import pyarrow as pa
-
-        rows = self.rows
-        kind_and_millis = np.array(self.timestamps, np.int64).reshape(rows, 2)
-        # librdkafka's timestamp type 0 is "not available"; a negative time is none either
-        no_time = (kind_and_millis[:, 0] == 0) | (kind_and_millis[:, 1] < 0)
-        data = pa.RecordBatch.from_arrays(
-            [
-                pa.array(self.keys, pa.binary()),
-                pa.array(self.values, pa.binary()),
-                pa.array([self.topic] * rows, pa.string()),
-                pa.array([self.partition] * rows, pa.int32()),
-                pa.array(self.offsets, pa.int64()),
-                pa.array(kind_and_millis[:, 1] * 1000, pa.int64(), mask=no_time).cast(pa.timestamp("us", tz="UTC")),
-            ],
-            schema=arrow_schema(),
-        )
-        self._reset()
-        return data
-
-
-@functools.cache
-def arrow_schema() -> Any:
-    """Exactly the Arrow schema Spark expects for KAFKA_RECORD_SCHEMA (built lazily: the driver-side
-    planner never needs pyarrow)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(KAFKA_RECORD_SCHEMA, timezone="UTC")
 
 
 class KafkaDataSource(DataSource):

@@ -111,8 +111,8 @@ def route(samples: pa.Table, cluster: str | None, lag_routing: bool) -> pa.Recor
     ``samples`` has the sample's columns (decode.DECODED_SCHEMA, or spark_jobs.schema's
     PARSED_SAMPLE_SCHEMA); ``cluster`` names a record that cannot tell its own.
 
-    The packed rows are LZ4-compressed: the JVM moves a fifth of the bytes through the exchange,
-    for far less CPU than it saves (docs/performance.md).
+    The packed rows are LZ4-compressed: the JVM moves far fewer bytes through the exchange, for
+    less CPU than it saves (docs/performance.md).
     """
     rows, buckets = operator_rows(samples, cluster, lag_routing)
     order = np.argsort(buckets, kind="stable")

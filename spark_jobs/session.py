@@ -1,7 +1,7 @@
 """The SparkSession for the streaming job, built from `[spark]` in the config.
 
 Why these defaults: `spark.sql.shuffle.partitions` is frozen into the checkpoint at the first
-start, and Spark's default of 200 makes small batches an order of magnitude slower on 2 cores
+start, and Spark's default of 200 makes small batches far slower on a few cores
 (docs/performance.md), so it defaults to the master's core count; the UI is off unless
 configured (a port nobody asked for); the session zone is UTC so timestamps are never
 shifted; Arrow is on because the lake writer converts every batch to Arrow.
@@ -61,7 +61,8 @@ def session_settings(config: Config) -> dict[str, str]:
         # now matters where raw records meet the decoder after Spark's native Kafka source: one
         # packed cell per 50,000 records (the default 10,000 was slower, docs/performance.md).
         "spark.sql.execution.arrow.maxRecordsPerBatch": "50000",
-        # Python workers connect back within this time; 15 s (the default) failed on a loaded 2-core box.
+        # Python workers connect back within this time; Spark's default is too short on a loaded host
+        # (docs/performance.md).
         "spark.python.authenticate.socketTimeout": "120s",
         # The JVM only moves packed cells and keeps offsets and state here; Python does the work.
         # HotSpot's optimising compiler (C2) still compiled all run long, so the quick compiler

@@ -106,8 +106,8 @@ def label_arrays(keys: np.ndarray, ids: np.ndarray, types: dict[str, pa.DataType
     """Like :func:`series_labels`, but Arrow arrays of the given types, for output rows.
 
     Why: building an Arrow column from an object array costs per row; here each distinct
-    series' label is converted once and the rows gather it (a take), a fifth of the per-row
-    cost (docs/performance.md).
+    series' label is converted once and the rows gather it (a take), for far less per row
+    (docs/performance.md).
     """
     codes, decoded = _distinct_labels(keys, ids)
     indices = pa.array(codes, pa.int32())

@@ -1,7 +1,8 @@
 """Backend `jpype`: one persistent JMX connection per target from a JVM inside this process.
 
-Why: jmxquery pays a JVM start per scrape; a kept-open JMXConnector costs a few milliseconds
-(docs/metrics.md, "JMX backends"), which is what lets one collector scrape hundreds of brokers.
+Why: jmxquery pays a JVM start per scrape; a kept-open JMXConnector costs a small fraction of
+that (figures in docs/performance.md and docs/metrics.md, "JMX backends"), which is what lets
+one collector scrape hundreds of brokers.
 What it takes to be safe:
 - One JVM per process (JPype cannot restart it): started lazily by the first jpype target,
   never shut down, with the RMI client timeouts set as system properties BEFORE it starts
@@ -41,8 +42,8 @@ log = logging.getLogger(__name__)
 
 _jvm_lock = threading.Lock()
 #: The optimising compiler (C2) stays on, unlike in the Spark job's JVM: here the JVM does the
-#: work (RMI calls and their serialisation); the quick compiler alone nearly doubled the CPU
-#: per scrape (docs/performance.md).
+#: work (RMI calls and their serialisation); the quick compiler alone cost more CPU per scrape
+#: (docs/performance.md).
 JVM_OPTIONS = ("-Xmx128m", "-XX:+UseSerialGC", "-Xrs")
 
 

@@ -59,14 +59,7 @@ def silences(ctx: ui.AppContext) -> None:
             st.rerun()
 
 
-@ui.guarded
-def render() -> None:
-    ctx = ui.context()
-    scope = ui.scope()
-    ui.caption_scope(scope)
-    if ui.lake_is_empty(ctx.lake):
-        ui.empty(ui.EMPTY_LAKE)
-        return
+def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
     data = queries.alerts(ctx.lake, scope)
     st.subheader("Firing now")
     if data["firing"].empty:
@@ -85,6 +78,6 @@ def render() -> None:
 
 
 st.title("Alerts")
-ui.live(render)()
+ui.lake_page(render)
 st.subheader("Silences")
 silences(ui.context())

@@ -79,14 +79,7 @@ def scrape_health(frame: pd.DataFrame) -> None:
     )
 
 
-@ui.guarded
-def render() -> None:
-    ctx = ui.context()
-    scope = ui.scope()
-    ui.caption_scope(scope)
-    if ui.lake_is_empty(ctx.lake):
-        ui.empty(ui.EMPTY_LAKE)
-        return
+def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
     data = queries.brokers(ctx.lake, scope)
     if data["gauges"].empty and data["rates"].empty:
         if not ctx.config.jmx.targets:
@@ -108,4 +101,4 @@ def render() -> None:
 
 
 st.title("Brokers")
-ui.live(render)()
+ui.lake_page(render)

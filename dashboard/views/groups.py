@@ -145,14 +145,7 @@ def _detail_charts(detail: queries.Frames) -> None:
         ui.chart(charts.consume_vs_produce(history, zone), "group_rates")
 
 
-@ui.guarded
-def render() -> None:
-    ctx = ui.context()
-    scope = ui.scope()
-    ui.caption_scope(scope)
-    if ui.lake_is_empty(ctx.lake):
-        ui.empty(ui.EMPTY_LAKE)
-        return
+def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
     groups = queries.groups(ctx.lake, scope)["groups"]
     if groups.empty:
         ui.empty(
@@ -168,4 +161,4 @@ def render() -> None:
 
 
 st.title("Consumer groups")
-ui.live(render)()
+ui.lake_page(render)

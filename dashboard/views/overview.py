@@ -91,14 +91,7 @@ def freshness(progress: pd.DataFrame) -> None:
     columns[2].metric("Input (rows/s)", ui.number(progress["input_rows_per_s"].sum()))
 
 
-@ui.guarded
-def render() -> None:
-    ctx = ui.context()
-    scope = ui.scope()
-    ui.caption_scope(scope)
-    if ui.lake_is_empty(ctx.lake):
-        ui.empty(ui.EMPTY_LAKE)
-        return
+def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
     data = queries.overview(ctx.lake, scope)
     st.subheader("Cluster health")
     health_tiles(data["gauges"], ctx)
@@ -112,4 +105,4 @@ def render() -> None:
 
 
 st.title("Overview")
-ui.live(render)()
+ui.lake_page(render)

@@ -83,14 +83,7 @@ def dead_letters(counts: pd.DataFrame, samples: pd.DataFrame) -> None:
     ui.table(samples)
 
 
-@ui.guarded
-def render() -> None:
-    ctx = ui.context()
-    scope = ui.scope()
-    ui.caption_scope(scope)
-    if ui.lake_is_empty(ctx.lake):
-        ui.empty(ui.EMPTY_LAKE)
-        return
+def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
     data = queries.pipeline(ctx.lake, scope)
     st.subheader("Collectors")
     collectors(data["heartbeats"], ctx.config.collect.interval_s)
@@ -103,4 +96,4 @@ def render() -> None:
 
 
 st.title("Pipeline")
-ui.live(render)()
+ui.lake_page(render)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
@@ -14,15 +16,20 @@ def topic_table(frame: pd.DataFrame) -> None:
     tiles[1].metric("Partitions", ui.number(frame["partitions"].sum()))
     tiles[2].metric("Appended in range (messages)", ui.number(frame["growth"].sum()))
     tiles[3].metric("Messages in (messages/s)", ui.number(frame["messages_in_total"].sum()))
-    ui.table(
-        frame,
-        partitions=st.column_config.NumberColumn("partitions"),
-        end_offset=st.column_config.NumberColumn("end offset (sum)"),
-        growth=st.column_config.NumberColumn("appended in range (messages)"),
-        messages_in_total=st.column_config.NumberColumn("in (messages/s)", format="%.1f"),
-        bytes_in_total=st.column_config.NumberColumn("in (bytes/s)", format="%.0f"),
-        bytes_out_total=st.column_config.NumberColumn("out (bytes/s)", format="%.0f"),
-    )
+    ui.table(frame, **topic_columns())
+
+
+def topic_columns() -> dict[str, Any]:
+    """Column labels with units for the topic table."""
+    number = st.column_config.NumberColumn
+    return {
+        "partitions": number("partitions"),
+        "end_offset": number("end offset (sum)"),
+        "growth": number("appended in range (messages)"),
+        "messages_in_total": number("in (messages/s)", format="%.1f"),
+        "bytes_in_total": number("in (bytes/s)", format="%.0f"),
+        "bytes_out_total": number("out (bytes/s)", format="%.0f"),
+    }
 
 
 def topic_charts(detail: queries.Frames, topic: str) -> None:
@@ -50,14 +57,7 @@ def topic_charts(detail: queries.Frames, topic: str) -> None:
             ui.chart(fig, "topic_offsets")
 
 
-@ui.guarded
-def render() -> None:
-    ctx = ui.context()
-    scope = ui.scope()
-    ui.caption_scope(scope)
-    if ui.lake_is_empty(ctx.lake):
-        ui.empty(ui.EMPTY_LAKE)
-        return
+def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
     data = queries.topics(ctx.lake, scope)
     if data["topics"].empty:
         ui.empty(
@@ -80,4 +80,4 @@ def render() -> None:
 
 
 st.title("Topics")
-ui.live(render)()
+ui.lake_page(render)

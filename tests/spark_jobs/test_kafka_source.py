@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 from pathlib import Path
 from types import SimpleNamespace
@@ -165,60 +164,3 @@ def test_with_routing_on_the_reader_yields_each_bucket_once_with_its_records(
     assert copies == sorted(s.value for s in samples for _ in range(route.STATE_BUCKETS))
     (dead,) = [json.loads(r["dead_letter"]) for r in records if r["role"] == route.DEAD]
     assert (dead["error"], dead["source_offset"], dead["cluster"]) == ("not a JSON object", 40, "job")
-
-
-def test_a_range_read_yields_exactly_its_records_with_keys_and_kafka_timestamps(
-    broker: Any, kafka: Any, unique: Any
-) -> None:
-    """read_range on the real broker: offsets [2, 7) of 10, each record's key, value and time intact."""
-    from tests.spark_jobs.samples_io import produce_values
-
-    topic = unique("range")
-    kafka.create_topic(topic, 1)
-    base_ms = 1_790_000_000_000
-    values = [(f"k{i}".encode(), f"v{i}".encode()) for i in range(10)]
-    produce_values(broker.bootstrap_servers, topic, values, timestamps_ms=[base_ms + i for i in range(10)])
-    options = kafka_source.SourceOptions.parse(
-        kafka_source.source_options({"bootstrap.servers": broker.bootstrap_servers}, topic)
-    )
-
-    batches = list(kafka_source.read_range(options, kafka_source.KafkaRangePartition(topic, 0, 2, 7)))
-    rows = [row for batch in batches for row in batch.to_pylist()]
-
-    assert [row["offset"] for row in rows] == [2, 3, 4, 5, 6]
-    assert [(row["key"], row["value"]) for row in rows] == values[2:7]
-    assert [int(row["timestamp"].timestamp() * 1000) for row in rows] == [base_ms + i for i in range(2, 7)]
-    assert {(row["topic"], row["partition"]) for row in rows} == {(topic, 0)}
-
-
-def test_a_range_read_pauses_the_cycle_collector_only_while_it_runs(
-    broker: Any, kafka: Any, unique: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The collector is off between the read's batches and back on once the read ends or is
-    abandoned; a worker that had it off keeps it off."""
-    from tests.spark_jobs.samples_io import produce_values
-
-    topic = unique("gc")
-    kafka.create_topic(topic, 1)
-    produce_values(broker.bootstrap_servers, topic, [(None, f"v{i}".encode()) for i in range(4)])
-    options = kafka_source.SourceOptions.parse(
-        kafka_source.source_options({"bootstrap.servers": broker.bootstrap_servers}, topic)
-    )
-    monkeypatch.setattr(kafka_source, "ARROW_BATCH_ROWS", 1)
-    whole = kafka_source.KafkaRangePartition(topic, 0, 0, 4)
-
-    during = [gc.isenabled() for _ in kafka_source.read_range(options, whole)]
-    assert during == [False] * 4
-    assert gc.isenabled()
-
-    abandoned = kafka_source.read_range(options, whole)
-    next(abandoned)
-    abandoned.close()
-    assert gc.isenabled()
-
-    gc.disable()
-    try:
-        assert sum(batch.num_rows for batch in kafka_source.read_range(options, whole)) == 4
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
