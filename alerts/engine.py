@@ -23,16 +23,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dashboard.alerts.evaluate import Evaluator
-from dashboard.alerts.events import EventLog
-from dashboard.alerts.leader import Leadership, leadership_for
-from dashboard.alerts.notify import Notifier
-from dashboard.alerts.outbox import DeliveryStats, Outbox, enqueue
-from dashboard.alerts.receivers import encode_body
-from dashboard.alerts.rules import CompiledRule, compile_rules
-from dashboard.alerts.silences import active_silences
-from dashboard.alerts.store import Store
+from alerts.evaluate import Evaluator
+from alerts.events import EventLog
+from alerts.leader import Leadership, leadership_for
+from alerts.notify import Notifier
+from alerts.outbox import DeliveryStats, Outbox, enqueue
+from alerts.receivers import encode_body
+from alerts.rules import CompiledRule, compile_rules
+from alerts.store import Store
 from lagwatch.config import Config
+from lagwatch.silences import active_silences
 
 log = logging.getLogger(__name__)
 
