@@ -5,8 +5,8 @@
 `start_in_background(config)` runs it on a thread of another process. `lagwatch alerts
 --once` evaluates, sends what is due and exits; it skips `group_wait` (a one-shot run cannot
 wait for more alerts to join a group) and sends without leader election (an explicit operator
-action). Its exit code is 0 when everything due was delivered, 1 when some deliveries are still pending in
-the outbox (the next run retries them), 2 for a bad config.
+action). Its exit code is 0 when everything due was delivered, 1 when some deliveries are
+still pending in the outbox (the next run retries them), 2 for a bad config.
 
 Evaluation uses an injectable clock (`step(now=…)`) so tests move time by writing lake rows;
 the outbox's retry timing always uses the real clock.
