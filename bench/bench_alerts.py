@@ -154,8 +154,8 @@ def _config(state_dir: Path, lake: Path, **alerts: object) -> Config:
 
 
 def measure_evaluation(now: float) -> list[Result]:
-    from dashboard.alerts.evaluate import Evaluator
-    from dashboard.alerts.rules import compile_rules
+    from alerts.evaluate import Evaluator
+    from alerts.rules import compile_rules
 
     with tempfile.TemporaryDirectory() as tmp:
         config = _config(Path(tmp), DATA / "lake", rules=bench_rules())
@@ -201,9 +201,9 @@ class _CountingHandler(BaseHTTPRequestHandler):
 
 
 def measure_outbox(incidents: int = 400, per_incident: int = 10) -> Result:
-    from dashboard.alerts.events import EventLog
-    from dashboard.alerts.outbox import Outbox, enqueue
-    from dashboard.alerts.store import Store
+    from alerts.events import EventLog
+    from alerts.outbox import Outbox, enqueue
+    from alerts.store import Store
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), _CountingHandler)
     server.daemon_threads = True

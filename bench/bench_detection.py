@@ -61,7 +61,7 @@ from lagwatch.config import Config, duration_seconds
 from lagwatch.kafka import ensure_topic
 from lagwatch.lake import connect_readonly
 from lagwatch.vocabulary import STATUS_ORDER, STATUS_SEVERITY
-from tests.dashboard.alerts.support import write_config
+from tests.fixtures.config_file import write_config
 from tests.fixtures.processes import ROOT, start_lagwatch
 from tests.fixtures.real_kafka import RealKafkaBroker
 from tests.fixtures.webhook_receiver import WebhookReceiver

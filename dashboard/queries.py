@@ -30,6 +30,7 @@ import pandas as pd
 
 from lagwatch import lake as lakelib
 from lagwatch import vocabulary
+from lagwatch.alert_state import RESOLVED, STATE_EVENTS
 from lagwatch.lake_queries import newest_rows
 
 if TYPE_CHECKING:
@@ -295,11 +296,11 @@ ORDER BY ts DESC
 """
 
 #: An incident fires until its newest state event says resolved (deliveries are not states).
-SQL_ALERTS_FIRING = """
+SQL_ALERTS_FIRING = f"""
 SELECT alertname, severity, incident_key, labels, value, ts AS since_or_last
 FROM alert_events
-WHERE cluster = $cluster AND event IN ('firing', 'repeat', 'resolved')
-QUALIFY row_number() OVER (PARTITION BY incident_key ORDER BY ts DESC, seq DESC) = 1 AND event <> 'resolved'
+WHERE cluster = $cluster AND event IN {STATE_EVENTS}
+QUALIFY row_number() OVER (PARTITION BY incident_key ORDER BY ts DESC, seq DESC) = 1 AND event <> '{RESOLVED}'
 ORDER BY ts DESC
 """
 

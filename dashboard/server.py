@@ -23,7 +23,7 @@ from lagwatch.config import CONFIG_ENV_VAR, Config
 log = logging.getLogger(__name__)
 
 APP = Path(__file__).resolve().with_name("app.py")
-ALERT_ENGINE = "dashboard.alerts.engine"
+ALERT_ENGINE = "alerts.engine"
 STOP_TIMEOUT_S = 15
 POLL_S = 0.5
 

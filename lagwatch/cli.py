@@ -4,8 +4,9 @@ Each sub-command loads and validates the whole config first, alert rules include
 bad config, with the file and key named), so a mistake is caught by whichever command runs
 first, not hours later by the one process that reads that key. Then it hands over to its part's
 `run(config, args) -> int`. Parts are imported lazily so `lagwatch sql` never pays for starting
-Spark. `--config` and `--log-level` are accepted before or after the sub-command. Exit codes
-are the few in `lagwatch.exit_codes`, listed in the README.
+Spark: the alert engine and its rule check by plain imports inside a function, the others by a
+"module:function" string. `--config` and `--log-level` are accepted before or after the
+sub-command. Exit codes are the few in `lagwatch.exit_codes`, listed in the README.
 """
 
 from __future__ import annotations
@@ -21,12 +22,22 @@ from lagwatch.config import Config, ConfigError, load_config
 
 log = logging.getLogger("lagwatch")
 
-#: sub-command -> "module:function" implementing it.
-COMMANDS: dict[str, str] = {
+Runner = Callable[[Config, argparse.Namespace], int]
+
+
+def run_alerts(config: Config, args: argparse.Namespace) -> int:
+    """`lagwatch alerts`: imported when called, so no other command loads the engine."""
+    from alerts.engine import run
+
+    return run(config, args)
+
+
+#: sub-command -> the function implementing it, or "module:function" naming it.
+COMMANDS: dict[str, Runner | str] = {
     "collect": "collectors.runner:run",
     "stream": "spark_jobs.job:run",
     "dashboard": "dashboard.server:run",
-    "alerts": "dashboard.alerts.engine:run",
+    "alerts": run_alerts,
     "sql": "lagwatch.sql:run",
     "demo": "lagwatch.demo:run",
     "up": "lagwatch.stack:run_up",
@@ -63,10 +74,6 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
     sub.add_parser("api", help="serve /metrics (Prometheus), Burrow's v3 API, /healthz and /readyz from the lake")
 
 
-#: Rule checks that need the alert engine's knowledge of the lake (tables, columns, templates).
-RULE_CHECK = "dashboard.alerts.rules:compile_rules"
-
-
 def _add_common_options(parser: argparse.ArgumentParser, default: object) -> None:
     """Options every command takes. On a sub-command their default is SUPPRESS, so a value given
     before the sub-command is kept unless it is given again after it."""
@@ -89,12 +96,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 def load_and_validate(path: str | None) -> Config:
     """The config, with every alert rule compiled: a bad rule stops any command, not only alerts."""
+    # The rule check needs the alert engine's knowledge of the lake (tables, columns, templates).
+    from alerts.rules import compile_rules
+
     config = load_config(path)
-    _resolve(RULE_CHECK)(config.alerts)
+    compile_rules(config.alerts)
     return config
 
 
-def _resolve(target: str) -> Callable[..., int]:
+def _runner(command: str) -> Runner:
+    target = COMMANDS[command]
+    if not isinstance(target, str):
+        return target
     module_name, function_name = target.split(":")
     return getattr(importlib.import_module(module_name), function_name)
 
@@ -135,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         config = load_and_validate(args.config)
-        return _documented(int(_resolve(COMMANDS[args.command])(config, args) or exit_codes.OK), args.command)
+        return _documented(int(_runner(args.command)(config, args) or exit_codes.OK), args.command)
     except ConfigError as exc:
         print(f"lagwatch: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT

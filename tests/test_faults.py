@@ -3,7 +3,7 @@
 Each test counts what went in against what came out. The other faults of the suite live
 beside the part they hurt: kill -9 of the Spark job (tests/spark_jobs/test_job.py), of a
 collector (tests/collectors/test_scale_out.py), of the alert engine
-(tests/dashboard/alerts/test_delivery.py), and a JMX target that accepts and never answers
+(tests/alerts/test_delivery.py), and a JMX target that accepts and never answers
 (tests/collectors/jmx/test_collector.py).
 """
 
@@ -21,12 +21,14 @@ from typing import Any
 
 import pytest
 
-from dashboard.alerts.receivers import INCIDENT_HEADER, SEQUENCE_HEADER
+from alerts.receivers import INCIDENT_HEADER, SEQUENCE_HEADER
 from lagwatch.kafka import ensure_topic
 from lagwatch.lake import connect_readonly
-from tests.dashboard.alerts import lake_rows
-from tests.dashboard.alerts.support import outbox_rows, wait_until, write_config
+from tests.alerts.support import outbox_rows
+from tests.fixtures import lake_rows
+from tests.fixtures.config_file import write_config
 from tests.fixtures.exporter import Exporter
+from tests.fixtures.polling import wait_until
 from tests.fixtures.processes import start_lagwatch
 from tests.fixtures.real_kafka import RealKafkaBroker
 from tests.fixtures.samples_topic import read_messages, read_samples

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import queries, ui
-from dashboard.alerts import silences as silence_store
+from lagwatch import silences as silence_store
 from lagwatch.config import ConfigError
 
 

@@ -27,8 +27,8 @@ from collectors.commit_log_decode import (
     decode_offset_commit,
 )
 from lagwatch.config import Config
-from tests.dashboard.alerts.support import wait_until
 from tests.fixtures.kafka_workload import KafkaWorkload
+from tests.fixtures.polling import wait_until
 from tests.fixtures.real_kafka import RealKafkaBroker
 
 MAKE = SampleFactory(cluster="test", collector="test-instance")

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.alerts import lake_rows
 from tests.dashboard.conftest import CLUSTER, OWNERS, KnownLake, broker_gauges, group_status, newest
+from tests.fixtures import lake_rows
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
 PAGES = ["overview", "brokers", "topics", "groups", "alerts", "sql", "pipeline"]

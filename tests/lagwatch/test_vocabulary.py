@@ -173,7 +173,7 @@ def test_a_selection_of_an_unregistered_name_fails_at_import() -> None:
 
 
 def test_status_order_has_one_home() -> None:
-    from dashboard.alerts import evaluate
+    from alerts import evaluate
     from spark_jobs import lag_status
 
     assert vocabulary.STATUS_ORDER == ("OK", "WARN", "REWIND", "STALL", "STOP", "ERR", "LOSS")

@@ -33,8 +33,8 @@ from lagwatch.samples import Sample, make_sample
 from spark_jobs.job import JobPaths
 from spark_jobs.session import project_archive
 from tests.conftest import ARTIFACTS
-from tests.dashboard.alerts.support import wait_until
-from tests.dashboard.alerts.support import write_config as write_toml_config
+from tests.fixtures.config_file import write_config as write_toml_config
+from tests.fixtures.polling import wait_until
 from tests.fixtures.processes import ROOT, start_lagwatch
 from tests.fixtures.spark_cluster import SparkStandaloneCluster
 

@@ -6,8 +6,8 @@ import json
 import time
 import urllib.request
 
-from tests.dashboard.alerts import lake_rows
-from tests.dashboard.alerts.support import wait_until
+from tests.fixtures import lake_rows
+from tests.fixtures.polling import wait_until
 
 RULE = {"name": "GroupStalled", "kind": "status", "metric": "status", "by": ["group_id"], "level": "STALL",
         "summary": "group {group_id} is {status}"}  # fmt: skip

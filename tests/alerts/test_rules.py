@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.alerts.rules import compile_rules, parse_duration
+from alerts.rules import compile_rules, parse_duration
 from lagwatch.config import ConfigError, parse_config
 from lagwatch.vocabulary import STATUS_ORDER
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _alerts(rules: list[dict], **extra: object):

@@ -1,11 +1,12 @@
 """The alert engine: evaluate → notification state → outbox → delivery, every `evaluate_every_s`.
 
-`lagwatch alerts` runs it alone; `lagwatch dashboard` calls `start_in_background(config)` so
-alerts go out whether or not anyone has the page open. `lagwatch alerts --once` evaluates,
-sends what is due and exits; it skips `group_wait` (a one-shot run cannot wait for more
-alerts to join a group) and sends without leader election (an explicit operator action). Its
-exit code is 0 when everything due was delivered, 1 when some deliveries are still pending in
-the outbox (the next run retries them), 2 for a bad config.
+`lagwatch alerts` runs it; `lagwatch dashboard` starts that command as a child process
+(`[dashboard] run_alerts`) so alerts go out whether or not anyone has the page open, and
+`start_in_background(config)` runs it on a thread of another process. `lagwatch alerts
+--once` evaluates, sends what is due and exits; it skips `group_wait` (a one-shot run cannot
+wait for more alerts to join a group) and sends without leader election (an explicit operator
+action). Its exit code is 0 when everything due was delivered, 1 when some deliveries are
+still pending in the outbox (the next run retries them), 2 for a bad config.
 
 Evaluation uses an injectable clock (`step(now=…)`) so tests move time by writing lake rows;
 the outbox's retry timing always uses the real clock.
@@ -23,16 +24,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from dashboard.alerts.evaluate import Evaluator
-from dashboard.alerts.events import EventLog
-from dashboard.alerts.leader import Leadership, leadership_for
-from dashboard.alerts.notify import Notifier
-from dashboard.alerts.outbox import DeliveryStats, Outbox, enqueue
-from dashboard.alerts.receivers import encode_body
-from dashboard.alerts.rules import CompiledRule, compile_rules
-from dashboard.alerts.silences import active_silences
-from dashboard.alerts.store import Store
+from alerts.evaluate import Evaluator
+from alerts.events import EventLog
+from alerts.leader import Leadership, leadership_for
+from alerts.notify import Notifier
+from alerts.outbox import DeliveryStats, Outbox, enqueue
+from alerts.receivers import encode_body
+from alerts.rules import CompiledRule, compile_rules
+from alerts.store import Store
 from lagwatch.config import Config
+from lagwatch.silences import active_silences
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +150,7 @@ class AlertEngine:
 
 
 class BackgroundEngine:
-    """The engine on a daemon thread (for `lagwatch dashboard`); `stop()` ends it cleanly."""
+    """The engine on a daemon thread of a process that serves something else; `stop()` ends it cleanly."""
 
     def __init__(self, engine: AlertEngine) -> None:
         self.engine = engine

@@ -12,7 +12,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard.alerts.receivers import check_receiver_types
+from alerts.receivers import check_receiver_types
 from lagwatch import vocabulary
 from lagwatch.config import AlertRule, AlertsConfig, ConfigError, parse_duration
 from lagwatch.lake import LABEL_COLUMNS, TABLES

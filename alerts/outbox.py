@@ -22,9 +22,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from dashboard.alerts.events import EventLog, make_event
-from dashboard.alerts.receivers import DeliveryError, send
-from dashboard.alerts.store import Store
+from alerts.events import EventLog, make_event
+from alerts.receivers import DeliveryError, send
+from alerts.store import Store
 from lagwatch.config import AlertReceiver, Config
 
 log = logging.getLogger(__name__)

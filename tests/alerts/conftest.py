@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from dashboard.alerts.engine import AlertEngine
-from dashboard.alerts.leader import AlwaysLeader
+from alerts.engine import AlertEngine
+from alerts.leader import AlwaysLeader
 from lagwatch.config import Config
 
 #: Short timings so tests advance the injected clock by seconds, not minutes.

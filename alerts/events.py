@@ -14,14 +14,12 @@ import logging
 import sqlite3
 from typing import Any
 
-from dashboard.alerts.store import Store
+from alerts.store import Store
+from lagwatch.alert_state import EVENTS
 from lagwatch.config import Config
 from lagwatch.lake import ensure_lake, rows_to_arrow, write_rows
 
 log = logging.getLogger(__name__)
-
-#: The events the engine records (alert_events.event).
-EVENTS = ("firing", "repeat", "resolved", "delivered", "failed", "silenced", "inhibited")
 
 
 def event_id(*parts: object) -> str:

@@ -35,12 +35,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from dashboard.alerts.evaluate import Condition
-from dashboard.alerts.events import make_event
-from dashboard.alerts.receivers import AlertView, Notification, Timing, receiver_type
-from dashboard.alerts.rules import CompiledRule
-from dashboard.alerts.silences import Silence
+from alerts.evaluate import Condition
+from alerts.events import make_event
+from alerts.receivers import AlertView, Notification, Timing, receiver_type
+from alerts.rules import CompiledRule
 from lagwatch.config import AlertReceiver, AlertsConfig, InhibitRule, parse_duration
+from lagwatch.silences import Silence
 
 
 def fingerprint(labels: dict[str, str]) -> str:

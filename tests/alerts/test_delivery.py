@@ -11,10 +11,12 @@ from typing import Any
 
 import pytest
 
-from dashboard.alerts.receivers import INCIDENT_HEADER, SEQUENCE_HEADER, SIGNATURE_HEADER, signature
+from alerts.receivers import INCIDENT_HEADER, SEQUENCE_HEADER, SIGNATURE_HEADER, signature
 from lagwatch.lake import connect_readonly
-from tests.dashboard.alerts import lake_rows
-from tests.dashboard.alerts.support import outbox_rows, start_engine, wait_until, write_config
+from tests.alerts.support import outbox_rows, start_engine
+from tests.fixtures import lake_rows
+from tests.fixtures.config_file import write_config
+from tests.fixtures.polling import wait_until
 
 RULE = {"name": "GroupLagHigh", "metric": "total_lag", "by": ["group_id"], "op": ">", "threshold": 100}
 GROUPS = ("g1", "g2", "g3")

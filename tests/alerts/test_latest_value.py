@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import time
 
-from dashboard.alerts.evaluate import Evaluator
-from dashboard.alerts.rules import compile_rules
-from tests.dashboard.alerts import lake_rows
+from alerts.evaluate import Evaluator
+from alerts.rules import compile_rules
+from tests.fixtures import lake_rows
 
 BY = ["group_id", "topic", "partition"]
 RULES = [{"name": "SlowCatchUp", "metric": "eta_s", "by": BY, "op": ">", "threshold": 60}]

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from dashboard.alerts.rules import DEAD_LETTERS, METRIC_TABLES, CompiledRule
+from alerts.rules import DEAD_LETTERS, METRIC_TABLES, CompiledRule
 from lagwatch.config import Config
 from lagwatch.lake import connect_readonly
 from lagwatch.vocabulary import STATUS_ORDER, status_rank

@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from confluent_kafka.admin import AdminClient
 
-from dashboard.alerts.receivers import SENDER_HEADER
-from tests.dashboard.alerts import lake_rows
-from tests.dashboard.alerts.support import start_engine, wait_until, write_config
+from alerts.receivers import SENDER_HEADER
+from tests.alerts.support import start_engine
+from tests.fixtures import lake_rows
+from tests.fixtures.config_file import write_config
+from tests.fixtures.polling import wait_until
 from tests.fixtures.real_kafka import RealKafkaBroker
 
 RULE = {"name": "GroupLagHigh", "metric": "total_lag", "by": ["group_id"], "op": ">", "threshold": 100}

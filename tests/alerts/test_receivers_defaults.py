@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from dashboard.alerts.engine import start_in_background
-from tests.dashboard.alerts import lake_rows
-from tests.dashboard.alerts.support import wait_until
+from alerts.engine import start_in_background
+from tests.fixtures import lake_rows
+from tests.fixtures.polling import wait_until
 
 LAG_RULE = {"name": "GroupLagHigh", "metric": "total_lag", "by": ["group_id"], "op": ">", "threshold": 100}
 

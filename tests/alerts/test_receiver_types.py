@@ -8,9 +8,9 @@ from typing import Any, ClassVar
 
 import pytest
 
-from dashboard.alerts.receivers import RECEIVER_TYPES, Notification, Timing, register
+from alerts.receivers import RECEIVER_TYPES, Notification, Timing, register
 from lagwatch.config import AlertReceiver, ConfigError
-from tests.dashboard.alerts import lake_rows
+from tests.fixtures import lake_rows
 
 LAG_RULE = {"name": "GroupLagHigh", "metric": "total_lag", "by": ["group_id"], "op": ">", "threshold": 100}
 
@@ -51,7 +51,7 @@ def test_the_builtin_types_are_registered() -> None:
 
 
 def test_an_unknown_type_is_refused_naming_the_receiver(alert_config, webhook_receiver) -> None:
-    from dashboard.alerts.rules import compile_rules
+    from alerts.rules import compile_rules
 
     config = alert_config([LAG_RULE], receivers=[{"name": "desk", "type": "pager", "url": webhook_receiver.url}])
     with pytest.raises(ConfigError, match=r"alerts.receivers 'desk': type: unknown receiver type 'pager'"):

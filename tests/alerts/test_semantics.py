@@ -8,10 +8,10 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from dashboard.alerts.receivers import INCIDENT_HEADER, SEQUENCE_HEADER
-from dashboard.alerts.silences import create_silence, expire_silence, list_silences
+from alerts.receivers import INCIDENT_HEADER, SEQUENCE_HEADER
 from lagwatch.lake import connect_readonly
-from tests.dashboard.alerts import lake_rows
+from lagwatch.silences import create_silence, expire_silence, list_silences
+from tests.fixtures import lake_rows
 
 LAG_RULE = {
     "name": "GroupLagHigh",

@@ -1,5 +1,8 @@
 """Silences: created from the dashboard's Alerts page, persisted as JSON in `alerts.state_dir`.
 
+Why in lagwatch/: the file is a contract between two processes, the dashboard that writes it
+and the alert engine that obeys it, so neither part owns its format.
+
 A silence has equality matchers on labels (every matcher must equal the alert's label; a
 value starting with "~" is a full-match regular expression), a start, an end and who made
 it and why. Expired silences stay in the file for the record. The file is rewritten

@@ -1,0 +1,23 @@
+"""The alert engine's state as others read it: the events of the lake table `alert_events`.
+
+Why here: the engine writes these rows and the dashboard judges from them alone what fires
+now, so the event names are a contract between two processes, beside the table's columns in
+:mod:`lagwatch.lake`. An incident fires until its newest state event is `resolved`;
+deliveries and suppressions are records about an incident, not states of it.
+"""
+
+from __future__ import annotations
+
+FIRING = "firing"
+REPEAT = "repeat"
+RESOLVED = "resolved"
+DELIVERED = "delivered"
+FAILED = "failed"
+SILENCED = "silenced"
+INHIBITED = "inhibited"
+
+#: Events that change an incident's state (the newest one says whether it fires).
+STATE_EVENTS: tuple[str, ...] = (FIRING, REPEAT, RESOLVED)
+
+#: Every event the engine records (alert_events.event).
+EVENTS: tuple[str, ...] = (*STATE_EVENTS, DELIVERED, FAILED, SILENCED, INHIBITED)
