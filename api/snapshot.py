@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from lagwatch import lake as lakelib
 from lagwatch.lake_queries import newest_rows
+from lagwatch.vocabulary import JMX_SOURCES, Source
 
 if TYPE_CHECKING:
     import duckdb
@@ -66,10 +67,10 @@ _GROUPS_SQL = newest_rows(
     newest_by="updated_at",
 )
 
-_TOPIC_OFFSETS_SQL = """
+_TOPIC_OFFSETS_SQL = f"""
 SELECT cluster, topic, partition, arg_max_null("last", window_start) AS end_offset
 FROM metrics_1m
-WHERE window_start >= $since AND window_start <= $until AND metric = 'log_end_offset' AND source = 'admin'
+WHERE window_start >= $since AND window_start <= $until AND metric = 'log_end_offset' AND source = '{Source.ADMIN}'
   AND topic IS NOT NULL AND partition IS NOT NULL
 GROUP BY ALL
 """
@@ -78,7 +79,7 @@ _BROKERS_SQL = f"""
 SELECT cluster, metric, broker, arg_max_null("last", window_start) AS value,
        arg_max_null(rate_per_s, window_start) AS rate
 FROM metrics_1m
-WHERE window_start >= $since AND window_start <= $until AND source IN ('jmx', 'prom')
+WHERE window_start >= $since AND window_start <= $until AND source IN {JMX_SOURCES}
   AND broker IS NOT NULL AND topic IS NULL AND metric IN {BROKER_METRICS}
 GROUP BY ALL
 """
@@ -89,10 +90,10 @@ FROM pipeline_progress_since($recent) WHERE ts <= $until
 GROUP BY ALL
 """
 
-_COLLECTORS_SQL = """
+_COLLECTORS_SQL = f"""
 SELECT cluster, client_id AS collector, max(least(window_end, $until)) AS last_seen
 FROM metrics_1m
-WHERE window_start >= $recent AND window_start <= $until AND source = 'heartbeat' AND client_id IS NOT NULL
+WHERE window_start >= $recent AND window_start <= $until AND source = '{Source.HEARTBEAT}' AND client_id IS NOT NULL
 GROUP BY ALL
 """
 

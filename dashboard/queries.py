@@ -62,7 +62,10 @@ IDLE_METRICS = vocabulary.require("request_handler_avg_idle_percent", "network_p
 ELECTIONS, UP, SCRAPE_DURATION, LOG_END_OFFSET = vocabulary.require(
     "leader_elections_total", "up", "scrape_duration_seconds", "log_end_offset"
 )
-HEARTBEAT_METRICS = vocabulary.names_from("heartbeat")
+HEARTBEAT_METRICS = vocabulary.names_from(vocabulary.Source.HEARTBEAT)
+#: Sample sources as the SQL below names them.
+_ADMIN, _JMX, _TARGETS = vocabulary.Source.ADMIN, vocabulary.JMX_SOURCES, vocabulary.TARGET_SOURCES
+_SCRAPED_SOURCES = (*_TARGETS, vocabulary.Source.PROBE.value)
 
 
 @dataclass(frozen=True)
@@ -145,7 +148,7 @@ SQL_CLUSTERS = "SELECT DISTINCT cluster FROM group_status UNION SELECT DISTINCT 
 SQL_BROKER_GAUGES = f"""
 SELECT metric, broker, arg_max_null("last", window_start) AS value, max(window_end) AS seen
 FROM metrics_1m
-WHERE {_IN_LATEST} AND source IN ('jmx', 'prom') AND broker IS NOT NULL AND topic IS NULL
+WHERE {_IN_LATEST} AND source IN {_JMX} AND broker IS NOT NULL AND topic IS NULL
   AND metric IN {HEALTH_METRICS}
 GROUP BY ALL ORDER BY metric, broker
 """
@@ -155,7 +158,7 @@ SQL_BROKER_SERIES = f"""
 SELECT {_BUCKET} AS time, broker, metric, avg(rate_per_s) AS rate_per_s, avg(avg) AS value,
        sum(rate_per_s * epoch(window_end - window_start)) AS increase
 FROM metrics_1m
-WHERE {_IN_RANGE} AND source IN ('jmx', 'prom') AND broker IS NOT NULL AND topic IS NULL
+WHERE {_IN_RANGE} AND source IN {_JMX} AND broker IS NOT NULL AND topic IS NULL
   AND metric IN {(*BROKER_RATE_METRICS, ELECTIONS, *IDLE_METRICS)}
 GROUP BY ALL ORDER BY time
 """
@@ -164,7 +167,7 @@ SQL_CLUSTER_RATES = f"""
 WITH per_window AS (
   SELECT window_start, metric, sum(rate_per_s) AS rate_per_s
   FROM metrics_1m
-  WHERE {_IN_RANGE} AND source IN ('jmx', 'prom') AND broker IS NOT NULL AND topic IS NULL
+  WHERE {_IN_RANGE} AND source IN {_JMX} AND broker IS NOT NULL AND topic IS NULL
     AND metric IN {BROKER_RATE_METRICS}
   GROUP BY ALL
 )
@@ -178,7 +181,7 @@ SELECT source, broker, client_id,
        arg_max_null("last", window_start) FILTER (WHERE metric = '{SCRAPE_DURATION}') AS scrape_duration_s,
        max(window_end) AS last_seen
 FROM metrics_1m
-WHERE {_IN_RECENT} AND metric IN {(UP, SCRAPE_DURATION)} AND source IN ('jmx', 'prom', 'admin', 'probe')
+WHERE {_IN_RECENT} AND metric IN {(UP, SCRAPE_DURATION)} AND source IN {_SCRAPED_SOURCES}
 GROUP BY ALL ORDER BY source, broker, client_id
 """
 
@@ -224,7 +227,7 @@ SQL_TOPIC_RATES_LATEST = f"""
 WITH per_window AS (
   SELECT window_start, topic, metric, sum(rate_per_s) AS rate_per_s
   FROM metrics_1m
-  WHERE {_IN_LATEST} AND source IN ('jmx', 'prom') AND topic IS NOT NULL AND metric IN {BROKER_RATE_METRICS}
+  WHERE {_IN_LATEST} AND source IN {_JMX} AND topic IS NOT NULL AND metric IN {BROKER_RATE_METRICS}
   GROUP BY ALL
 )
 SELECT topic, metric, avg(rate_per_s) AS rate_per_s FROM per_window GROUP BY ALL
@@ -237,7 +240,7 @@ WITH edges AS (
          arg_min("first", window_start) FILTER (WHERE window_start < $start + INTERVAL 10 MINUTE) AS first_offset,
          arg_max_null("last", window_start) FILTER (WHERE window_start >= $latest_start) AS last_offset
   FROM metrics_1m
-  WHERE cluster = $cluster AND metric = '{LOG_END_OFFSET}' AND source = 'admin' AND topic IS NOT NULL
+  WHERE cluster = $cluster AND metric = '{LOG_END_OFFSET}' AND source = '{_ADMIN}' AND topic IS NOT NULL
     AND ((window_start >= $start AND window_start < $start + INTERVAL 10 MINUTE)
          OR (window_start >= $latest_start AND window_start < $end))
   GROUP BY ALL
@@ -252,7 +255,7 @@ SQL_TOPIC_SERIES = f"""
 WITH per_window AS (
   SELECT window_start, metric, sum(rate_per_s) AS rate_per_s, sum("last") AS end_offset
   FROM metrics_1m
-  WHERE {_IN_RANGE} AND topic = $topic AND source IN ('jmx', 'prom', 'admin')
+  WHERE {_IN_RANGE} AND topic = $topic AND source IN {_TARGETS}
     AND metric IN {(LOG_END_OFFSET, *BROKER_RATE_METRICS)}
   GROUP BY ALL
 )
@@ -326,7 +329,7 @@ SQL_HEARTBEATS = f"""
 SELECT client_id AS collector, metric, arg_max_null("last", window_start) AS value,
        avg(rate_per_s) AS rate_per_s, max(window_end) AS last_seen
 FROM metrics_1m
-WHERE {_IN_RECENT} AND source = 'heartbeat' AND metric IN {HEARTBEAT_METRICS}
+WHERE {_IN_RECENT} AND source = '{vocabulary.Source.HEARTBEAT}' AND metric IN {HEARTBEAT_METRICS}
 GROUP BY ALL ORDER BY collector, metric
 """
 

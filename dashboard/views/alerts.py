@@ -6,14 +6,18 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import queries, ui
+from lagwatch import alert_state
 from lagwatch import silences as silence_store
 from lagwatch.config import ConfigError
+
+#: The alert_events counts shown above the tables.
+COUNTED_EVENTS = (alert_state.FIRING, alert_state.RESOLVED, alert_state.DELIVERED, alert_state.FAILED)
 
 
 def event_counts(events: pd.DataFrame) -> None:
     counts = events["event"].value_counts()
     columns = st.columns(4)
-    for column, event in zip(columns, ("firing", "resolved", "delivered", "failed"), strict=True):
+    for column, event in zip(columns, COUNTED_EVENTS, strict=True):
         column.metric(f"{event.capitalize()} events", ui.number(int(counts.get(event, 0))))
 
 
