@@ -1,7 +1,7 @@
 """Shared fixtures: every test talks to real parts.
 
 - ``broker``: one real Apache Kafka broker (KRaft, JMX) for the session, from ``KAFKA_HOME``:
-  the broker the suite treats as the truth.
+  the broker the suite treats as the truth (``broker.version`` says which release, 3.x or 4.x).
 - ``tansu``: one embedded tansu broker for the session, started by the product's own launcher,
   for the tests of what `make run` uses.
 - ``spark``: one local[2] SparkSession for the session (cold start ≈ 8 s, paid once).
@@ -22,7 +22,7 @@ import pytest
 
 from lagwatch.broker import EmbeddedBroker
 from lagwatch.config import Config, parse_config
-from tests.fixtures.real_kafka import KafkaHomeMissing, RealKafkaBroker, kafka_home
+from tests.fixtures.real_kafka import KafkaHomeMissing, RealKafkaBroker, kafka_home, kafka_version
 
 pytest_plugins = [
     "tests.fixtures.jmx_double",
@@ -42,6 +42,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         kafka_home()
     except KafkaHomeMissing as exc:
         pytest.exit(str(exc), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+def pytest_report_header() -> str:
+    """Say which Kafka line the real-broker tests ran on: `make test` runs the suite on two."""
+    home = kafka_home()
+    return f"kafka: {'.'.join(map(str, kafka_version(home)))} from {home}"
 
 
 @pytest.fixture(scope="session")
