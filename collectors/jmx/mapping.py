@@ -45,8 +45,9 @@ class MetricDef:
     target: str  # broker | client: which kind of JMX target exposes it
     #: Extra exporter spellings beyond the derived ones (lower case).
     extra_exporter_names: tuple[str, ...] = field(default=())
-    #: Registered only by ZooKeeper-mode controllers: a KRaft broker (3.8 checked) has no such
-    #: MBean, so its absence there is expected, not a scrape error.
+    #: Registered by ZooKeeper-mode controllers and not by every KRaft broker (Kafka 3.8 has
+    #: neither marked MBean; 4.x KRaft controllers register UncleanLeaderElectionsPerSec again),
+    #: so its absence is expected, not a scrape error.
     zookeeper_only: bool = False
 
     @property

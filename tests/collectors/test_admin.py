@@ -35,11 +35,14 @@ MAKE = SampleFactory(cluster="test", collector="test-instance")
 PRODUCED = {0: 334, 1: 333, 2: 333}
 
 
-#: Retention test topic: 1 KB segments that expire one second after their newest record. A
-#: 30-record batch is ≈ 530 bytes, so each batch gets a segment of its own (a batch larger than
-#: segment.bytes would be refused).
-RETENTION_TOPIC_CONFIG = {"segment.bytes": "1024", "retention.ms": "1000"}
 RETENTION_BATCHES, RETENTION_BATCH = 6, 30
+
+
+def retention_topic_config(broker: RealKafkaBroker) -> dict[str, str]:
+    """Retention test topic: 1 KB segments that expire one second after their newest record. A
+    30-record batch is ≈ 530 bytes, so each batch gets a segment of its own (a batch larger than
+    the segment size would be refused)."""
+    return {broker.segment_bytes_config: "1024", "retention.ms": "1000"}
 
 
 def collect_once(config: Config) -> ScrapeResult:
@@ -246,7 +249,7 @@ def test_log_start_offset_is_what_the_broker_reports_after_retention_deleted_seg
 ) -> None:
     topic = unique("retention-topic")
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, 1, 1, config=RETENTION_TOPIC_CONFIG)])[topic].result(10)
+    admin.create_topics([NewTopic(topic, 1, 1, config=retention_topic_config(broker))])[topic].result(10)
     for _ in range(RETENTION_BATCHES):  # one flush per batch: several segments
         kafka.produce(topic, {0: RETENTION_BATCH})
     produced = RETENTION_BATCHES * RETENTION_BATCH

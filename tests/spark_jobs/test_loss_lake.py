@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 from lagwatch import lake as lakelib
 from lagwatch.config import Config
 from tests.collectors.group_members import wait_for
-from tests.collectors.test_admin import RETENTION_BATCH, RETENTION_BATCHES, RETENTION_TOPIC_CONFIG, earliest_offset
+from tests.collectors.test_admin import RETENTION_BATCH, RETENTION_BATCHES, earliest_offset, retention_topic_config
 from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.fixtures.real_kafka import RealKafkaBroker
 from tests.spark_jobs.lake_workload import collect_then_roll_up, workload_config
@@ -38,7 +38,7 @@ def test_loss_counts_the_records_the_broker_deleted_unread(
     prefix = unique("loss")
     topic, lossy, safe = (f"{prefix}-{name}" for name in ("topic", "lossy", "safe"))
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, 1, 1, config=RETENTION_TOPIC_CONFIG)])[topic].result(10)
+    admin.create_topics([NewTopic(topic, 1, 1, config=retention_topic_config(broker))])[topic].result(10)
     for _ in range(RETENTION_BATCHES):  # one flush per batch: one segment each
         kafka.produce(topic, {0: RETENTION_BATCH})
     produced = RETENTION_BATCHES * RETENTION_BATCH
