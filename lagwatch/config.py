@@ -249,9 +249,8 @@ class SparkConfig(_Model):
     source: Literal["python", "kafka"] = "python"
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     #: Records per micro-batch at most, when a backlog waits (live batches are far smaller). A batch
-    #: has ≈ 0.5–0.9 s of fixed cost on 2 cores (a batch of a few records takes that long), which
-    #: bigger batches pay less often; past 1,000,000 that no longer shows: over 12 M samples,
-    #: 196,425 samples/s at 1,000,000 and 196,975 at 2,000,000 (peak RSS 3.9 GB against 4.4 GB).
+    #: has a fixed cost (a batch of a few records takes as long), which bigger batches pay less
+    #: often, up to a point past which memory grows and throughput does not (docs/performance.md).
     max_rows_per_batch: int = Field(1_000_000, ge=1)
     watermark_s: float = Field(30, ge=0)
     #: Largest sample record accepted (bytes); larger goes to dead_letters.

@@ -165,8 +165,8 @@ def encode_parts(parts: list[tuple[str, windows.Columns]]) -> pd.DataFrame:
     a union row of all their columns (43, most of them NULL) cost more to pass from the Python
     worker to the JVM and back to the driver's Arrow than the aggregation itself. A blob per
     table crosses both boundaries as a few large values; :func:`decode_table` opens it.
-    The blobs are LZ4-compressed: about a third of the bytes to move, which shortens both the
-    operator's stage and the driver's share of a batch (docs/performance.md).
+    The blobs are LZ4-compressed: fewer bytes to move shortens both the operator's stage and the
+    driver's share of a batch (docs/performance.md).
     """
     return pd.DataFrame(
         {

@@ -254,3 +254,13 @@ def test_a_consumer_falling_behind_is_warn_after_min_window_points_not_a_whole_w
     assert statuses[-2:] == ["WARN", "WARN"], statuses  # the 3rd observation of the rise
     report = track([*healthy, *slow], config)
     assert report.rule == "lag_rising" and "of what was produced)" in report.reason
+
+
+def test_docs_rules_table_is_generated_from_the_rules_table():
+    from spark_jobs.lag import rules
+    from tests.fixtures.processes import ROOT
+
+    text = (ROOT / "docs" / "rollups.md").read_text()
+    assert rules.render_docs(text) == text, "docs/rollups.md is stale: run `python -m spark_jobs.lag.rules`"
+    for rule in rules.RULES:
+        assert f"| {rule.status} | {rule.id} | {rule.when} |" in text
