@@ -165,10 +165,7 @@ def loss(case: Case) -> str | None:
 
 
 def commit_went_back(case: Case) -> str | None:
-    back = _went_back(case.commit_offset)
-    if not back:
-        return None
-    return reasons.commit_went_back(case.commit_offset[back - 1], case.commit_offset[back], case.commit_ts[back])
+    return _rewind(case.commit_offset, case.commit_ts, reasons.commit_went_back)
 
 
 def caught_up(case: Case) -> str | None:
@@ -176,10 +173,12 @@ def caught_up(case: Case) -> str | None:
 
 
 def offset_went_back(case: Case) -> str | None:
-    back = _went_back(case.committed)
-    if not back:
-        return None
-    return reasons.offset_went_back(case.committed[back - 1], case.committed[back], case.ts[back])
+    return _rewind(case.committed, case.ts, reasons.offset_went_back)
+
+
+def _rewind(offsets: Sequence[int], stamps: Sequence[int], phrase: Callable[[int, int, int], str]) -> str | None:
+    back = _went_back(offsets)
+    return phrase(offsets[back - 1], offsets[back], stamps[back]) if back else None
 
 
 def stop_empty(case: Case) -> str | None:
