@@ -16,6 +16,7 @@ import os
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -397,22 +398,25 @@ def written_columns(name: str) -> tuple[str, ...]:
     return tuple(column for column in TABLES[name].column_names if column != "version")
 
 
-def row_columns(name: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
-    """Rows keyed by column name → one list per written column (:func:`written_columns`), in table order.
+def row_columns(name: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[Any, ...]]:
+    """Rows keyed by column name → one tuple of values per written column (:func:`written_columns`), in order.
 
     Strict, unlike :func:`rows_to_arrow`: a row lacking a declared column, or carrying one the
     table does not declare, raises ValueError naming the table and the column, so a column added
     to the contract but forgotten where rows are built fails at once instead of landing as NULL.
     """
     names = written_columns(name)
+    values_of = itemgetter(*names)  # one C call per row, not one per cell
     try:
-        columns = {column: [row[column] for row in rows] for column in names}
+        values = [values_of(row) for row in rows]
     except KeyError as missing:
         raise ValueError(f"lake table {name!r}: a row lacks declared column {missing.args[0]!r}") from None
     undeclared = {key for row in rows if len(row) != len(names) for key in row} - set(names)
     if undeclared:
         raise ValueError(f"lake table {name!r}: a row has undeclared column(s) {sorted(undeclared)}")
-    return columns
+    if not values:
+        return {column: () for column in names}
+    return dict(zip(names, zip(*values, strict=True), strict=True))
 
 
 def rows_to_arrow(name: str, rows: Sequence[dict[str, Any]]) -> pa.Table:

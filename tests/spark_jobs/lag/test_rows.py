@@ -48,7 +48,7 @@ def test_the_lag_step_s_rows_carry_exactly_the_declared_columns():
 
 def test_a_row_missing_a_declared_column_fails_naming_table_and_column():
     row = dict.fromkeys(lake.written_columns("lag_1m"))
-    assert list(lake.row_columns("lag_1m", [row])) == list(lake.written_columns("lag_1m"))
+    assert tuple(lake.row_columns("lag_1m", [row])) == lake.written_columns("lag_1m")
     del row["rate_span_s"]
     with pytest.raises(ValueError, match=re.escape("lake table 'lag_1m': a row lacks declared column 'rate_span_s'")):
         lake.row_columns("lag_1m", [row])
