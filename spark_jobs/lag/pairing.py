@@ -14,13 +14,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from lagwatch.vocabulary import GROUP_LOG_START_METRIC
+from lagwatch.vocabulary import GROUP_LOG_START_METRIC, Source
 from spark_jobs.lag.tracker import PartitionTracker
 from spark_jobs.windows import Columns, series_labels
 
 LAG_METRICS = ("committed_offset", "consumer_lag", GROUP_LOG_START_METRIC)
 #: Sources of lag samples: the cycle's observations, and the commit log's commits.
-OBSERVATION_SOURCE, COMMIT_SOURCE = "admin", "commitlog"
+OBSERVATION_SOURCE, COMMIT_SOURCE = Source.ADMIN.value, Source.COMMITLOG.value
 LAG_SOURCES = (OBSERVATION_SOURCE, COMMIT_SOURCE)
 GroupTracks = dict[tuple[str, int], PartitionTracker]
 #: The labels of a paired observation (from the committed-offset sample's series key).
