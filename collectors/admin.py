@@ -57,6 +57,8 @@ from collectors.admin_samples import (
 from collectors.base import SampleFactory, ScrapeResult
 from collectors.commit_log import TOPIC as COMMIT_LOG_TOPIC
 from collectors.commit_log import CommitLogReader, commit_samples, in_use_sample
+from collectors.share_group_samples import share_group_samples
+from collectors.share_groups import ShareGroupReader
 from lagwatch.config import Config
 from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.kafka import cluster_client_config
@@ -106,6 +108,7 @@ class AdminCollector:
             else None
         )
         self._fallback_said: str | None = None
+        self._share_groups = ShareGroupReader(self.name, cluster_client_config(config), self._group_allowed)
 
     @property
     def name(self) -> str:
@@ -179,6 +182,12 @@ class AdminCollector:
         if self._commit_log is not None:
             samples.append(in_use_sample(ts, make, reader is not None))
         samples.extend(self._group_states(cycle, listings))
+        share_samples, share_errors = share_group_samples(
+            self._share_groups.read(metadata, cycle.deadline), self._topic_allowed, ts, make
+        )
+        samples.extend(share_samples)
+        for line in share_errors:
+            cycle.errors.add(line)
         cycle.log_summary(self.name, len(partitions), len(listings), time.monotonic() - started)
         return ScrapeResult(self.name, ok=True, samples=samples, errors=cycle.errors.result())
 

@@ -36,6 +36,9 @@ TARGET_SOURCES: tuple[str, ...] = (*JMX_SOURCES, Source.ADMIN.value)
 
 #: The per group-partition copy of log_start_offset: per group so it reaches the group's lag state.
 GROUP_LOG_START_METRIC = "group_log_start_offset"
+#: A share group's partition (KIP-932): its share-partition start offset and share lag. The lag
+#: judgement reads them as it reads a consumer group's committed offset and lag (docs/share-groups.md).
+SHARE_START_METRIC, SHARE_LAG_METRIC = "share_start_offset", "share_group_lag"
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,11 @@ METRICS: tuple[Metric, ...] = (
            "Members of the group (DescribeConsumerGroups)"),
     Metric("consumer_group_state", "gauge", "state code", ("group_id",), (Source.ADMIN,),
            "Group state code: 0 Unknown, 1 Empty, 2 Stable, 3 PreparingRebalance, 4 CompletingRebalance, 5 Dead"),
+    Metric(SHARE_START_METRIC, "counter", "offset", ("group_id", "topic", "partition"), (Source.ADMIN,),
+           "A share group's share-partition start offset: every record below it is acknowledged (KIP-932)"),
+    Metric(SHARE_LAG_METRIC, "gauge", "records", ("group_id", "topic", "partition"), (Source.ADMIN,),
+           "A share group's records from the start offset to the log end not yet acknowledged (the broker's count, "
+           "DescribeShareGroupOffsets v1)"),
     Metric("partition_assigned", "gauge", "flag (1)",
            ("group_id", "topic", "partition", "client_id", "member_id", "host"), (Source.ADMIN,),
            "A group member owns the partition; the labels name it (DescribeConsumerGroups)"),

@@ -7,6 +7,10 @@ micro-batch ends between the two, the first half waits in its partition's state 
 (bounded). Where the collector reads the commit log, every commit also arrives as a
 `committed_offset` sample with source 'commitlog' and ts = its commit time: those are not
 observations but the partition's commits (:func:`split_commits`).
+
+A share group's partition (KIP-932) pairs the same way: its `share_start_offset` stands for the
+committed offset and its `share_group_lag` for the lag, so the same tracker and rules judge it
+(docs/share-groups.md).
 """
 
 from __future__ import annotations
@@ -14,11 +18,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from lagwatch.vocabulary import GROUP_LOG_START_METRIC, Source
+from lagwatch.vocabulary import GROUP_LOG_START_METRIC, SHARE_LAG_METRIC, SHARE_START_METRIC, Source
 from spark_jobs.lag.tracker import PartitionTracker
 from spark_jobs.windows import Columns, series_labels
 
-LAG_METRICS = ("committed_offset", "consumer_lag", GROUP_LOG_START_METRIC)
+LAG_METRICS = ("committed_offset", "consumer_lag", GROUP_LOG_START_METRIC, SHARE_START_METRIC, SHARE_LAG_METRIC)
+#: The lag half of an observation's pair (the other half is its committed or share start offset).
+LAG_VALUE_METRICS = ("consumer_lag", SHARE_LAG_METRIC)
 #: Sources of lag samples: the cycle's observations, and the commit log's commits.
 OBSERVATION_SOURCE, COMMIT_SOURCE = Source.ADMIN.value, Source.COMMITLOG.value
 LAG_SOURCES = (OBSERVATION_SOURCE, COMMIT_SOURCE)
@@ -66,7 +72,7 @@ def pair_in_batch(samples: pd.DataFrame, labels: Columns | None = None) -> tuple
     ts = ts_all = samples["ts"].to_numpy(np.int64)
     if labels is None:
         labels = series_labels(samples["series_key"].to_numpy(), ("metric", *PAIR_LABELS))
-    is_lag = labels["metric"] == "consumer_lag"
+    is_lag = np.isin(labels["metric"], LAG_VALUE_METRICS)
     order = np.lexsort((is_lag, ts, key))
     key, ts, is_lag = key[order], ts[order], is_lag[order]
     same_next = (key[1:] == key[:-1]) & (ts[1:] == ts[:-1])

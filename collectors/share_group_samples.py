@@ -1,0 +1,110 @@
+"""What a cycle's share-group reading means as samples (pure functions, no I/O).
+
+- `share_start_offset` and `share_group_lag` per share-group partition, both from the same
+  DescribeShareGroupOffsets answer, so the Spark job pairs them as it pairs a consumer group's
+  committed offset and lag. A partition the broker has no start offset for yet (-1: nothing
+  consumed) has none; a broker that does not compute the lag (v0 of the request) gives the
+  start offset alone, never a lag Lagwatch would have to guess (acknowledged records above the
+  start offset would count).
+- Membership reuses the consumer-group metrics: `consumer_group_state` (Empty, Stable, Dead or
+  Unknown: the share states are a subset of the classic names), `consumer_group_members`, and
+  `partition_assigned` naming the partition's owner. In a share group several members may
+  share a partition; the contract has one owner per partition and cycle, so the sample names
+  the member with the lowest member id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from collectors.base import SampleFactory
+from collectors.share_group_requests import ShareGroupDescription, ShareGroupOffsets, ShareMember, error_name
+from collectors.share_groups import ShareGroupsRead
+from lagwatch.membership import GROUP_MEMBERS_METRIC, GROUP_STATE_CODE, GROUP_STATE_METRIC, PARTITION_ASSIGNED_METRIC
+from lagwatch.samples import Sample
+from lagwatch.vocabulary import SHARE_LAG_METRIC, SHARE_START_METRIC, Source
+
+SOURCE = Source.ADMIN
+
+
+def share_group_error(group_id: str, code: int, message: str | None) -> str | None:
+    """The cycle's error line for a group answered with an error code (None: no error)."""
+    if not code:
+        return None
+    return f"share group {group_id}: {error_name(code)}" + (f" ({message})" if message else "")
+
+
+def share_offset_samples(
+    offsets: ShareGroupOffsets, topic_allowed: Callable[[str], bool], ts: int, make: SampleFactory
+) -> tuple[list[Sample], list[str]]:
+    """(share_start_offset and share_group_lag per allowed partition, errors of partitions that failed)."""
+    samples: list[Sample] = []
+    errors: list[str] = []
+    for p in offsets.partitions:
+        if not topic_allowed(p.topic):
+            continue
+        if p.error_code:
+            errors.append(f"share group {offsets.group_id} {p.topic}[{p.partition}]: {error_name(p.error_code)}")
+            continue
+        if p.start_offset < 0:  # no state for the partition yet
+            continue
+        labels = {"topic": p.topic, "partition": p.partition, "group_id": offsets.group_id}
+        samples.append(
+            make(ts=ts, source=SOURCE, metric=SHARE_START_METRIC, kind="counter", value=p.start_offset, **labels)
+        )
+        if p.lag is not None:
+            samples.append(make(ts=ts, source=SOURCE, metric=SHARE_LAG_METRIC, kind="gauge", value=p.lag, **labels))
+    return samples, errors
+
+
+def share_membership_samples(
+    description: ShareGroupDescription, topic_allowed: Callable[[str], bool], ts: int, make: SampleFactory
+) -> list[Sample]:
+    """State code, member count and one owner per assigned partition."""
+    group_id = description.group_id
+    code = GROUP_STATE_CODE.get(description.state, GROUP_STATE_CODE["Unknown"])
+    samples = [
+        make(ts=ts, source=SOURCE, metric=GROUP_STATE_METRIC, kind="gauge", value=code, group_id=group_id),
+        make(ts=ts, source=SOURCE, metric=GROUP_MEMBERS_METRIC, kind="gauge", value=len(description.members),
+             group_id=group_id),
+    ]  # fmt: skip
+    for (topic, partition), member in sorted(_owners(description.members).items()):
+        if topic_allowed(topic):
+            samples.append(
+                make.member(ts=ts, source=SOURCE, metric=PARTITION_ASSIGNED_METRIC, kind="gauge", value=1,
+                            group_id=group_id, topic=topic, partition=partition, client_id=member.client_id,
+                            member_id=member.member_id, host=member.host)
+            )  # fmt: skip
+    return samples
+
+
+def _owners(members: tuple[ShareMember, ...]) -> dict[tuple[str, int], ShareMember]:
+    """Each assigned partition's owner: the member with the lowest member id among those sharing it."""
+    owners: dict[tuple[str, int], ShareMember] = {}
+    for member in sorted(members, key=lambda m: m.member_id, reverse=True):
+        for where in member.assignment:
+            owners[where] = member
+    return owners
+
+
+def share_group_samples(
+    read: ShareGroupsRead, topic_allowed: Callable[[str], bool], ts: int, make: SampleFactory
+) -> tuple[list[Sample], list[str]]:
+    """(every sample of one cycle's share-group reading, the cycle's error lines for it)."""
+    samples: list[Sample] = []
+    errors = list(read.errors)
+    for group_id, description in sorted(read.descriptions.items()):
+        error = share_group_error(group_id, description.error_code, description.error_message)
+        if error is None:
+            samples.extend(share_membership_samples(description, topic_allowed, ts, make))
+        else:
+            errors.append(error)
+    for group_id, offsets in sorted(read.offsets.items()):
+        error = share_group_error(group_id, offsets.error_code, offsets.error_message)
+        if error is not None:
+            errors.append(error)
+            continue
+        group_samples, partition_errors = share_offset_samples(offsets, topic_allowed, ts, make)
+        samples.extend(group_samples)
+        errors.extend(partition_errors)
+    return samples, errors

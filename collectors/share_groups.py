@@ -1,0 +1,161 @@
+"""Reads the cluster's share groups (KIP-932) once per admin cycle, over the Kafka protocol.
+
+Each broker answers ListGroups for the groups it coordinates, so the broker that lists a share
+group is the one to ask for its description and offsets: no FindCoordinator round trip. Per
+broker, one connection and four requests (ApiVersions, ListGroups typed "share",
+ShareGroupDescribe and DescribeShareGroupOffsets for its allowed groups), all within the
+admin cycle's deadline. A broker that does not speak the share-group requests (Kafka 3.x, a
+4.x cluster without share.version) has none to read; a broker that fails is a per-metric error
+of the cycle, as a failed OffsetFetch is. Why the protocol and not a client: docs/share-groups.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from collectors.kafka_protocol import BrokerConnection, ProtocolError
+from collectors.share_group_requests import (
+    API_VERSIONS,
+    API_VERSIONS_VERSION,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
+    LIST_GROUPS,
+    LIST_GROUPS_VERSION,
+    OFFSETS_VERSIONS,
+    SHARE_GROUP_DESCRIBE,
+    SHARE_GROUP_DESCRIBE_VERSION,
+    SHARE_GROUP_TYPE,
+    BrokerError,
+    ShareGroupDescription,
+    ShareGroupOffsets,
+    decode_api_versions,
+    decode_describe_share_group_offsets,
+    decode_list_groups,
+    decode_share_group_describe,
+    encode_api_versions,
+    encode_describe_share_group_offsets,
+    encode_list_groups,
+    encode_share_group_describe,
+)
+
+log = logging.getLogger(__name__)
+
+CLIENT_ID = "lagwatch-share-groups"
+#: The security protocols the reader's own connection speaks (docs/share-groups.md).
+SUPPORTED_SECURITY = ("plaintext",)
+
+
+@dataclass
+class ShareGroupsRead:
+    """One cycle's reading: each allowed share group's description and offsets, and what failed."""
+
+    descriptions: dict[str, ShareGroupDescription] = field(default_factory=dict)
+    offsets: dict[str, ShareGroupOffsets] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    #: Brokers that do not speak the share-group requests (none to read there).
+    without_share_groups: int = 0
+
+
+def unsupported_security(client_settings: dict[str, Any]) -> str | None:
+    """Why the reader cannot connect to this cluster (None: it can)."""
+    protocol = str(client_settings.get("security.protocol", "plaintext")).lower()
+    if protocol in SUPPORTED_SECURITY:
+        return None
+    return f"security.protocol {protocol} (the share-group reader speaks {', '.join(SUPPORTED_SECURITY)} only)"
+
+
+def read_share_groups(
+    brokers: Iterable[tuple[str, int]],
+    group_allowed: Callable[[str], bool],
+    deadline: float,
+    software_version: str = "0",
+) -> ShareGroupsRead:
+    """Every broker's share groups (those `group_allowed` passes), described with their offsets."""
+    read = ShareGroupsRead()
+    for host, port in brokers:
+        try:
+            with BrokerConnection(host, port, CLIENT_ID, deadline) as connection:
+                _read_broker(connection, group_allowed, software_version, read)
+        except (OSError, ProtocolError, BrokerError) as exc:  # OSError: refused, reset, timed out
+            read.errors.append(f"share groups on {host}:{port}: {exc}")
+    return read
+
+
+def _read_broker(
+    connection: BrokerConnection, group_allowed: Callable[[str], bool], software_version: str, read: ShareGroupsRead
+) -> None:
+    versions = decode_api_versions(
+        connection.request(API_VERSIONS, API_VERSIONS_VERSION, encode_api_versions("lagwatch", software_version), True)
+    )
+    offsets_version = _usable_offsets_version(versions)
+    if offsets_version is None:
+        read.without_share_groups += 1
+        return
+    listed = decode_list_groups(
+        connection.request(LIST_GROUPS, LIST_GROUPS_VERSION, encode_list_groups([SHARE_GROUP_TYPE]), True)
+    )
+    group_ids = sorted(g.group_id for g in listed if g.group_type == SHARE_GROUP_TYPE and group_allowed(g.group_id))
+    if not group_ids:
+        return
+    described = decode_share_group_describe(
+        connection.request(
+            SHARE_GROUP_DESCRIBE, SHARE_GROUP_DESCRIBE_VERSION, encode_share_group_describe(group_ids), True
+        )
+    )
+    offsets = decode_describe_share_group_offsets(
+        connection.request(
+            DESCRIBE_SHARE_GROUP_OFFSETS, offsets_version, encode_describe_share_group_offsets(group_ids), True
+        ),
+        offsets_version,
+    )
+    for description in described:
+        read.descriptions[description.group_id] = description
+    for group in offsets:
+        read.offsets[group.group_id] = group
+
+
+def _usable_offsets_version(versions: dict[int, tuple[int, int]]) -> int | None:
+    """The DescribeShareGroupOffsets version to send (the newest both sides speak), or None when
+    the broker lacks one of the requests the reading needs."""
+
+    def speaks(key: int, version: int) -> bool:
+        low, high = versions.get(key, (0, -1))
+        return low <= version <= high
+
+    if not (speaks(LIST_GROUPS, LIST_GROUPS_VERSION) and speaks(SHARE_GROUP_DESCRIBE, SHARE_GROUP_DESCRIBE_VERSION)):
+        return None
+    return next((v for v in reversed(OFFSETS_VERSIONS) if speaks(DESCRIBE_SHARE_GROUP_OFFSETS, v)), None)
+
+
+class ShareGroupReader:
+    """The admin collector's share-group step: says once why it cannot read (security protocol,
+    no share groups on the cluster) instead of every cycle."""
+
+    def __init__(self, name: str, client_settings: dict[str, Any], group_allowed: Callable[[str], bool]) -> None:
+        self._name = name
+        self._group_allowed = group_allowed
+        self._unsupported = unsupported_security(client_settings)
+        self._said: str | None = None
+
+    def read(self, metadata: Any, deadline: float) -> ShareGroupsRead:
+        """This cycle's share groups, from the brokers the cycle's cluster metadata names."""
+        if self._unsupported is not None:
+            self._say(f"share groups not read: {self._unsupported}")
+            return ShareGroupsRead()
+        brokers = [(b.host, b.port) for _, b in sorted(metadata.brokers.items())]
+        started = time.monotonic()
+        read = read_share_groups(brokers, self._group_allowed, deadline)
+        if brokers and read.without_share_groups == len(brokers):
+            self._say("share groups not read: the brokers do not speak ShareGroupDescribe (no share groups)")
+        else:
+            self._said = None
+        log.debug("%s: %d share groups in %.3f s", self._name, len(read.descriptions), time.monotonic() - started)
+        return read
+
+    def _say(self, why: str) -> None:
+        if why != self._said:
+            log.info("%s: %s", self._name, why)
+            self._said = why
