@@ -125,6 +125,7 @@ class AdminCollector:
     def close(self) -> None:
         if self._commit_log is not None:
             self._commit_log.close()
+        self._share_groups.close()
         self._admin = None  # librdkafka closes the client's connections when it is collected
 
     def _client(self) -> AdminClient:
@@ -159,6 +160,7 @@ class AdminCollector:
             return ScrapeResult(self.name, ok=False, errors=[f"no cluster metadata from {servers}: {error_text(exc)}"])
         cycle = _Cycle(admin, ts, make, deadline)
         listed = admin.list_consumer_groups(request_timeout=request_timeout(deadline))  # runs while we read ends
+        shares_read = self._share_groups.begin(metadata, deadline)
         samples = cluster_samples(metadata, self._topic_allowed, ts, make)
         partitions = [
             (topic, partition)
@@ -182,9 +184,7 @@ class AdminCollector:
         if self._commit_log is not None:
             samples.append(in_use_sample(ts, make, reader is not None))
         samples.extend(self._group_states(cycle, listings))
-        share_samples, share_errors = share_group_samples(
-            self._share_groups.read(metadata, cycle.deadline), self._topic_allowed, ts, make
-        )
+        share_samples, share_errors = share_group_samples(shares_read(), self._topic_allowed, ts, make)
         samples.extend(share_samples)
         for line in share_errors:
             cycle.errors.add(line)

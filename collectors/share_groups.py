@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,14 +132,31 @@ def _usable_offsets_version(versions: dict[int, tuple[int, int]]) -> int | None:
 
 
 class ShareGroupReader:
-    """The admin collector's share-group step: says once why it cannot read (security protocol,
-    no share groups on the cluster) instead of every cycle."""
+    """The admin collector's share-group step: runs beside the rest of the cycle (its own thread,
+    so the cycle's other steps do not eat its time), and says once why it cannot read (security
+    protocol, no share groups on the cluster) instead of every cycle."""
 
     def __init__(self, name: str, client_settings: dict[str, Any], group_allowed: Callable[[str], bool]) -> None:
         self._name = name
         self._group_allowed = group_allowed
         self._unsupported = unsupported_security(client_settings)
         self._said: str | None = None
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="share-groups")
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=False, cancel_futures=True)
+
+    def begin(self, metadata: Any, deadline: float) -> Callable[[], ShareGroupsRead]:
+        """Start this cycle's reading; the returned call waits for it (until the deadline)."""
+        running = self._thread.submit(self.read, metadata, deadline)
+
+        def finish() -> ShareGroupsRead:
+            try:
+                return running.result(timeout=max(0.0, deadline - time.monotonic()) + 1.0)
+            except TimeoutError:
+                return ShareGroupsRead(errors=["share groups: not read within the timeout"])
+
+        return finish
 
     def read(self, metadata: Any, deadline: float) -> ShareGroupsRead:
         """This cycle's share groups, from the brokers the cycle's cluster metadata names."""
