@@ -112,3 +112,9 @@ def test_a_cluster_the_reader_cannot_connect_to_is_said_once_and_read_as_none(
     assert [r.getMessage() for r in caplog.records] == [
         "admin@test: share groups not read: security.protocol sasl_ssl (the share-group reader speaks plaintext only)"
     ]
+
+
+def test_the_embedded_tansu_broker_has_no_share_groups_and_no_error(tansu: Any) -> None:
+    host, port = tansu.bootstrap_servers.rsplit(":", 1)
+    read = read_share_groups([(host, int(port))], lambda _: True, time.monotonic() + 10)
+    assert (read.errors, read.descriptions, read.without_share_groups) == ([], {}, 1)
