@@ -18,29 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.kafka_protocol import BrokerConnection, ProtocolError
-from collectors.share_group_requests import (
-    API_VERSIONS,
-    API_VERSIONS_VERSION,
-    DESCRIBE_SHARE_GROUP_OFFSETS,
-    LIST_GROUPS,
-    LIST_GROUPS_VERSION,
-    OFFSETS_VERSIONS,
-    SHARE_GROUP_DESCRIBE,
-    SHARE_GROUP_DESCRIBE_VERSION,
-    SHARE_GROUP_TYPE,
-    BrokerError,
-    ShareGroupDescription,
-    ShareGroupOffsets,
-    decode_api_versions,
-    decode_describe_share_group_offsets,
-    decode_list_groups,
-    decode_share_group_describe,
-    encode_api_versions,
-    encode_describe_share_group_offsets,
-    encode_list_groups,
-    encode_share_group_describe,
-)
+from collectors import share_group_requests as messages
+from collectors.kafka_protocol import BrokerConnection, ProtocolError, Reader
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +32,8 @@ SUPPORTED_SECURITY = ("plaintext",)
 class ShareGroupsRead:
     """One cycle's reading: each allowed share group's description and offsets, and what failed."""
 
-    descriptions: dict[str, ShareGroupDescription] = field(default_factory=dict)
-    offsets: dict[str, ShareGroupOffsets] = field(default_factory=dict)
+    descriptions: dict[str, messages.ShareGroupDescription] = field(default_factory=dict)
+    offsets: dict[str, messages.ShareGroupOffsets] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     #: Brokers that do not speak the share-group requests (none to read there).
     without_share_groups: int = 0
@@ -80,7 +59,7 @@ def read_share_groups(
         try:
             with BrokerConnection(host, port, CLIENT_ID, deadline) as connection:
                 _read_broker(connection, group_allowed, software_version, read)
-        except (OSError, ProtocolError, BrokerError) as exc:  # OSError: refused, reset, timed out
+        except (OSError, ProtocolError, messages.BrokerError) as exc:  # OSError: refused, reset, timed out
             read.errors.append(f"share groups on {host}:{port}: {exc}")
     return read
 
@@ -88,34 +67,30 @@ def read_share_groups(
 def _read_broker(
     connection: BrokerConnection, group_allowed: Callable[[str], bool], software_version: str, read: ShareGroupsRead
 ) -> None:
-    versions = decode_api_versions(
-        connection.request(API_VERSIONS, API_VERSIONS_VERSION, encode_api_versions("lagwatch", software_version), True)
+    def ask(key: int, version: int, body: bytes) -> Reader:
+        return connection.request(key, version, body, flexible=True)  # every version sent here is flexible
+
+    m = messages
+    versions = m.decode_api_versions(
+        ask(m.API_VERSIONS, m.API_VERSIONS_VERSION, m.encode_api_versions("lagwatch", software_version))
     )
     offsets_version = _usable_offsets_version(versions)
     if offsets_version is None:
         read.without_share_groups += 1
         return
-    listed = decode_list_groups(
-        connection.request(LIST_GROUPS, LIST_GROUPS_VERSION, encode_list_groups([SHARE_GROUP_TYPE]), True)
-    )
-    group_ids = sorted(g.group_id for g in listed if g.group_type == SHARE_GROUP_TYPE and group_allowed(g.group_id))
+    listed = m.decode_list_groups(ask(m.LIST_GROUPS, m.LIST_GROUPS_VERSION, m.encode_list_groups([m.SHARE_GROUP_TYPE])))
+    group_ids = sorted(g.group_id for g in listed if g.group_type == m.SHARE_GROUP_TYPE and group_allowed(g.group_id))
     if not group_ids:
         return
-    described = decode_share_group_describe(
-        connection.request(
-            SHARE_GROUP_DESCRIBE, SHARE_GROUP_DESCRIBE_VERSION, encode_share_group_describe(group_ids), True
-        )
+    described = m.decode_share_group_describe(
+        ask(m.SHARE_GROUP_DESCRIBE, m.SHARE_GROUP_DESCRIBE_VERSION, m.encode_share_group_describe(group_ids))
     )
-    offsets = decode_describe_share_group_offsets(
-        connection.request(
-            DESCRIBE_SHARE_GROUP_OFFSETS, offsets_version, encode_describe_share_group_offsets(group_ids), True
-        ),
+    offsets = m.decode_describe_share_group_offsets(
+        ask(m.DESCRIBE_SHARE_GROUP_OFFSETS, offsets_version, m.encode_describe_share_group_offsets(group_ids)),
         offsets_version,
     )
-    for description in described:
-        read.descriptions[description.group_id] = description
-    for group in offsets:
-        read.offsets[group.group_id] = group
+    read.descriptions.update((d.group_id, d) for d in described)
+    read.offsets.update((g.group_id, g) for g in offsets)
 
 
 def _usable_offsets_version(versions: dict[int, tuple[int, int]]) -> int | None:
@@ -126,9 +101,12 @@ def _usable_offsets_version(versions: dict[int, tuple[int, int]]) -> int | None:
         low, high = versions.get(key, (0, -1))
         return low <= version <= high
 
-    if not (speaks(LIST_GROUPS, LIST_GROUPS_VERSION) and speaks(SHARE_GROUP_DESCRIBE, SHARE_GROUP_DESCRIBE_VERSION)):
+    m = messages
+    if not (
+        speaks(m.LIST_GROUPS, m.LIST_GROUPS_VERSION) and speaks(m.SHARE_GROUP_DESCRIBE, m.SHARE_GROUP_DESCRIBE_VERSION)
+    ):
         return None
-    return next((v for v in reversed(OFFSETS_VERSIONS) if speaks(DESCRIBE_SHARE_GROUP_OFFSETS, v)), None)
+    return next((v for v in reversed(m.OFFSETS_VERSIONS) if speaks(m.DESCRIBE_SHARE_GROUP_OFFSETS, v)), None)
 
 
 class ShareGroupReader:
