@@ -13,10 +13,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from confluent_kafka import ConsumerGroupState, ConsumerGroupType, TopicPartition
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, MemberAssignment, MemberDescription
 
+from collectors.admin import AdminCollector
 from collectors.admin_samples import described_state_code
+from collectors.base import SampleFactory
 from lagwatch.membership import GROUP_STATE_CODE, GROUP_TYPE_CODE
 from tests.collectors.group_members import GroupMember, wait_for
 from tests.fixtures.kafka_workload import KafkaWorkload
@@ -124,3 +127,48 @@ def test_unknown_state_is_told_from_the_members_only_when_the_answer_carries_the
     assert described_state_code(_description(unknown, consumer, [])) is None
     stable = _description(ConsumerGroupState.STABLE, ConsumerGroupType.CLASSIC, [_member([0], None)])
     assert described_state_code(stable) == GROUP_STATE_CODE["Stable"]
+
+
+def test_a_group_migrating_between_protocols_keeps_its_offsets_and_is_described_throughout(
+    broker: Any, kafka: KafkaWorkload, unique: Callable[[str], str], make_config: Callable[..., Any]
+):
+    """Classic members, then a KIP-848 member joins (Kafka 4 converts the group), then it leaves
+    (converted back): every cycle has the group's lag, members and type."""
+    if broker.version < (4, 0, 0):
+        pytest.skip("KIP-848 members need Kafka 4")
+    topic, group = unique("topic"), unique("k848mig")
+    kafka.create_topic(topic, 2)
+    kafka.produce(topic, {0: 100, 1: 100})
+    collector = AdminCollector(make_config(collect={"groups_allow": [f"^{group}$"], "timeout_s": 4}))
+    make = SampleFactory(cluster="test", collector="test")
+
+    def cycle() -> dict[str, Any]:
+        result = collector.collect(int(time.time() * 1000), make)
+        assert result.ok, result.errors
+        mine = [s for s in result.samples if s.group_id == group]
+        return {
+            "lag": {s.partition: s.value for s in mine if s.metric == "consumer_lag"},
+            "members": next((s.value for s in mine if s.metric == "consumer_group_members"), None),
+            "type": next((s.value for s in mine if s.metric == "consumer_group_type"), None),
+        }
+
+    classic = GroupMember(broker.bootstrap_servers, group, topic, "mig-classic", 10)
+    kip848: GroupMember | None = None
+    try:
+        wait_for(lambda: classic.committed == {0, 1}, "the classic member to commit")
+        first = cycle()
+        kip848 = GroupMember(broker.bootstrap_servers, group, topic, "mig-848", None, "consumer")
+        wait_for(lambda: bool(kip848.assigned), "the KIP-848 member to own a partition")
+        wait_for(lambda: cycle()["type"] == GROUP_TYPE_CODE["consumer"], "the group converted to consumer")
+        mixed = cycle()
+        kip848.close()
+        wait_for(lambda: cycle()["type"] == GROUP_TYPE_CODE["classic"], "the group converted back to classic")
+        back = cycle()
+    finally:
+        classic.close()
+        if kip848 is not None:
+            kip848.close()
+        collector.close()
+    assert first == {"lag": {0: 90, 1: 90}, "members": 1, "type": GROUP_TYPE_CODE["classic"]}
+    assert mixed == {"lag": {0: 90, 1: 90}, "members": 2, "type": GROUP_TYPE_CODE["consumer"]}
+    assert back["lag"] == {0: 90, 1: 90} and back["type"] == GROUP_TYPE_CODE["classic"]
