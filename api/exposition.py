@@ -63,7 +63,7 @@ FAMILIES: tuple[tuple[str, str, str], ...] = (
     (
         "lagwatch_consumergroup_status",
         "gauge",
-        f"Group status as its severity ({_SEVERITIES}), status and rule as labels",
+        f"Group status as its severity ({_SEVERITIES}), status, rule and group_type as labels",
     ),
     ("lagwatch_consumergroup_partition_status", "gauge", "Partition status as its severity, status and rule as labels"),
     (
@@ -244,7 +244,8 @@ def _group_unit(group: _Group) -> _Unit:
             out.add("kafka_consumergroup_group_max_lag_seconds", klx, max(time_lags))
         if status_source is not None:
             status, rule = out.esc(status_source["status"]), out.esc(status_source["rule"])
-            labels = f'cluster="{c}",group="{g}",status="{status}",rule="{rule}"'
+            group_type = out.esc(status_source.get("group_type") or "")  # "": not known (a partition row)
+            labels = f'cluster="{c}",group="{g}",status="{status}",rule="{rule}",group_type="{group_type}"'
             out.add("lagwatch_consumergroup_status", labels, statuses.severity(status_source["status"]))
 
     return _Unit(series, write)

@@ -31,7 +31,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import ConsumerGroupState, IsolationLevel, KafkaException, TopicPartition
+from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, ListConsumerGroupsResult, OffsetSpec
 
 from collectors.admin_requests import (
@@ -48,9 +48,12 @@ from collectors.admin_samples import (
     LagCounts,
     NameFilter,
     cluster_samples,
+    described_state_code,
     group_log_start_samples,
     group_offset_samples,
     group_state_samples,
+    group_type_code,
+    known_state_code,
     partition_offset_samples,
     partition_owner_samples,
 )
@@ -199,8 +202,8 @@ class AdminCollector:
         )
         return _offsets(cycle, "log_end_offset", read.ends), _offsets(cycle, "log_start_offset", read.starts)
 
-    def _group_listings(self, cycle: _Cycle, listed: Future[Any]) -> dict[str, ConsumerGroupState | None]:
-        """Allowed group ids with the state ListGroups reported (None where it did not)."""
+    def _group_listings(self, cycle: _Cycle, listed: Future[Any]) -> dict[str, Listing]:
+        """Allowed group ids with the state and type codes ListGroups reported (None where it did not)."""
         try:
             result: ListConsumerGroupsResult = listed.result(timeout=max(0.0, cycle.deadline - time.monotonic()))
         except Exception as exc:  # KafkaException, or TimeoutError at the deadline
@@ -209,7 +212,7 @@ class AdminCollector:
         for error in result.errors or []:
             cycle.errors.add(f"list_consumer_groups: {error_text(error)}")
         return {
-            listing.group_id: _known_state(listing.state)
+            listing.group_id: (known_state_code(listing.state), group_type_code(getattr(listing, "type", None)))
             for listing in result.valid or []
             if self._group_allowed(listing.group_id)
         }
@@ -301,8 +304,9 @@ class AdminCollector:
             )
         return samples
 
-    def _group_states(self, cycle: _Cycle, listings: dict[str, ConsumerGroupState | None]) -> list[Sample]:
-        """State from DescribeGroups when enabled (with the members and their partitions), else from ListGroups."""
+    def _group_states(self, cycle: _Cycle, listings: dict[str, Listing]) -> list[Sample]:
+        """State and type from DescribeGroups when enabled (with the members and their partitions), else
+        from ListGroups."""
         collect = self._config.collect
         described: KeyedReads[str, ConsumerGroupDescription] = KeyedReads()
         if collect.describe_groups and listings:
@@ -316,11 +320,21 @@ class AdminCollector:
                     f"consumer_group_state: {described.unfinished} group(s) not described within the timeout"
                 )
         samples: list[Sample] = []
-        for group_id, listed_state in listings.items():
+        for group_id, (listed_state, listed_type) in listings.items():
             description = described.answers.get(group_id)
-            state = _known_state(description.state) if description is not None else None
+            state = described_state_code(description) if description is not None else None
             members = len(description.members or []) if description is not None else None
-            samples.extend(group_state_samples(group_id, state or listed_state, members, cycle.ts, cycle.make))
+            group_type = group_type_code(description.type) if description is not None else None
+            samples.extend(
+                group_state_samples(
+                    group_id,
+                    listed_state if state is None else state,
+                    members,
+                    cycle.ts,
+                    cycle.make,
+                    listed_type if group_type is None else group_type,
+                )
+            )
             if description is not None:
                 samples.extend(
                     partition_owner_samples(group_id, description, self._topic_allowed, cycle.ts, cycle.make)
@@ -329,6 +343,8 @@ class AdminCollector:
 
 
 Offsets = dict[tuple[str, int], int]
+#: What ListGroups said of a group: its state code and type code (None where it did not say).
+Listing = tuple[int | None, int | None]
 
 
 def _offsets(cycle: _Cycle, metric: str, reads: KeyedReads[tuple[str, int], Any]) -> Offsets:
@@ -337,11 +353,6 @@ def _offsets(cycle: _Cycle, metric: str, reads: KeyedReads[tuple[str, int], Any]
     if reads.unfinished:
         cycle.errors.add(f"{metric}: {reads.unfinished} partition(s) not answered within the timeout")
     return {key: info.offset for key, info in reads.answers.items()}
-
-
-def _known_state(state: object) -> ConsumerGroupState | None:
-    """UNKNOWN (or a missing field, as in ListGroups before v4) means the broker did not say."""
-    return state if isinstance(state, ConsumerGroupState) and state != ConsumerGroupState.UNKNOWN else None
 
 
 @dataclass

@@ -19,7 +19,13 @@ their own:
 - `group_log_start_offset`: the log start of each partition a group has a committed offset on,
   in that cycle, labelled with the group, so the lag judgement (kept per group) can tell a
   committed offset retention has already passed (records deleted unread) and how close it is.
-- `consumer_group_state` codes: see :data:`GROUP_STATE_CODES`.
+- `consumer_group_state` codes: see :data:`GROUP_STATE_CODES`. confluent-kafka names only the
+  classic states and gives UNKNOWN for a consumer (KIP-848) group that is Assigning or
+  Reconciling; the description still carries the group's type and each member's assignment
+  and target assignment, so :func:`described_state_code` tells the two apart: a member whose
+  assignment is not its target yet means Reconciling, all members on target means Assigning.
+  An UNKNOWN without a type (tansu) stays "the broker did not say".
+- `consumer_group_type`: the group's protocol (classic, consumer), where the answer names it.
 - `partition_assigned`: one sample per partition a group member owns (its labels name the
   member); a partition nobody owns has none.
 """
@@ -30,11 +36,18 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from confluent_kafka import ConsumerGroupState, TopicPartition
+from confluent_kafka import ConsumerGroupState, ConsumerGroupType, TopicPartition
 from confluent_kafka.admin import ClusterMetadata, ConsumerGroupDescription
 
 from collectors.base import SampleFactory
-from lagwatch.membership import GROUP_MEMBERS_METRIC, GROUP_STATE_CODE, GROUP_STATE_METRIC, PARTITION_ASSIGNED_METRIC
+from lagwatch.membership import (
+    GROUP_MEMBERS_METRIC,
+    GROUP_STATE_CODE,
+    GROUP_STATE_METRIC,
+    GROUP_TYPE_CODE,
+    GROUP_TYPE_METRIC,
+    PARTITION_ASSIGNED_METRIC,
+)
 from lagwatch.samples import Sample, label_text
 from lagwatch.vocabulary import GROUP_LOG_START_METRIC, Source
 
@@ -50,6 +63,43 @@ GROUP_STATE_CODES: dict[ConsumerGroupState, int] = {
     ConsumerGroupState.COMPLETING_REBALANCING: GROUP_STATE_CODE["CompletingRebalance"],
     ConsumerGroupState.DEAD: GROUP_STATE_CODE["Dead"],
 }
+#: consumer_group_type gauge value per type the client names (UNKNOWN: not said, no sample).
+GROUP_TYPE_CODES: dict[ConsumerGroupType, int] = {
+    ConsumerGroupType.CLASSIC: GROUP_TYPE_CODE["classic"],
+    ConsumerGroupType.CONSUMER: GROUP_TYPE_CODE["consumer"],
+}
+
+
+def known_state_code(state: object) -> int | None:
+    """A state the broker named; UNKNOWN (or a missing field, as in ListGroups before v4) is None."""
+    if isinstance(state, ConsumerGroupState) and state != ConsumerGroupState.UNKNOWN:
+        return GROUP_STATE_CODES[state]
+    return None
+
+
+def group_type_code(group_type: object) -> int | None:
+    """The code of a type the client names (CLASSIC, CONSUMER), else None."""
+    return GROUP_TYPE_CODES.get(group_type) if isinstance(group_type, ConsumerGroupType) else None
+
+
+def described_state_code(description: ConsumerGroupDescription) -> int | None:
+    """The described state, with Assigning / Reconciling told from the members where the client says UNKNOWN."""
+    known = known_state_code(description.state)
+    if known is not None or description.type != ConsumerGroupType.CONSUMER or not description.members:
+        return known
+    reconciling = any(not _on_target(member) for member in description.members)
+    return GROUP_STATE_CODE["Reconciling" if reconciling else "Assigning"]
+
+
+def _partitions(assignment: object) -> set[tuple[str, int]]:
+    topic_partitions = getattr(assignment, "topic_partitions", None) or []
+    return {(tp.topic, tp.partition) for tp in topic_partitions}
+
+
+def _on_target(member: object) -> bool:
+    """The member owns what the target assignment gives it (a classic member has no target)."""
+    target = getattr(member, "target_assignment", None)
+    return target is None or _partitions(getattr(member, "assignment", None)) == _partitions(target)
 
 
 class NameFilter:
@@ -187,20 +237,15 @@ def group_log_start_samples(
 
 
 def group_state_samples(
-    group_id: str, state: ConsumerGroupState | None, members: int | None, ts: int, make: SampleFactory
+    group_id: str, state: int | None, members: int | None, ts: int, make: SampleFactory, group_type: int | None = None
 ) -> list[Sample]:
-    """State code and member count, each only when the broker reported it."""
-    samples = []
-    if state is not None:
-        code = GROUP_STATE_CODES.get(state, 0)
-        samples.append(
-            make(ts=ts, source=SOURCE, metric=GROUP_STATE_METRIC, kind="gauge", value=code, group_id=group_id)
-        )
-    if members is not None:
-        samples.append(
-            make(ts=ts, source=SOURCE, metric=GROUP_MEMBERS_METRIC, kind="gauge", value=members, group_id=group_id)
-        )
-    return samples
+    """State code, member count and type code, each only when the broker reported it."""
+    readings = ((GROUP_STATE_METRIC, state), (GROUP_MEMBERS_METRIC, members), (GROUP_TYPE_METRIC, group_type))
+    return [
+        make(ts=ts, source=SOURCE, metric=metric, kind="gauge", value=value, group_id=group_id)
+        for metric, value in readings
+        if value is not None
+    ]
 
 
 def partition_owner_samples(

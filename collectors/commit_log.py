@@ -23,8 +23,10 @@ How it reads (one consumer thread per collector process, beside the admin collec
   sample with source ``commitlog`` and ts = the commit timestamp. The sample id is a hash of
   the labels and that ts, so a commit published twice (after a restart) has the same id and
   is dropped downstream.
-- A tombstone for an offset removes it from the table; a tombstone for a group (the group
-  was deleted) removes the group, its offsets and its metadata.
+- A tombstone for an offset removes it from the table; a tombstone for a group removes only
+  the group's metadata. Deleting a group (or expiring its offsets) writes a tombstone for
+  each of its offsets, while Kafka 4 also writes a group tombstone when it converts a group
+  between the classic and consumer protocols, and the group's offsets live on.
 - Group metadata records give each group's protocol, generation and members (client id,
   host, assigned partitions), kept in :meth:`CommitLogReader.groups`.
 
@@ -281,9 +283,8 @@ class CommitLogReader:
                         log.warning("commit log %s[%d]@%d: %s", TOPIC, message.partition(), message.offset(), exc)
 
     def _on_group(self, group: str, value: bytes | None) -> None:
-        if value is None:  # the group was deleted
+        if value is None:  # deleted, or converted to the other protocol: its offsets go by their own tombstones
             self._groups.pop(group, None)
-            self._latest.pop(group, None)
             return
         if self._group_allowed(group):
             self._groups[group] = decode_group_metadata(value)

@@ -7,7 +7,8 @@
   start offset alone, never a lag Lagwatch would have to guess (acknowledged records above the
   start offset would count).
 - Membership reuses the consumer-group metrics: `consumer_group_state` (Empty, Stable, Dead or
-  Unknown: the share states are a subset of the classic names), `consumer_group_members`, and
+  Unknown: the share states are a subset of the classic names), `consumer_group_members`,
+  `consumer_group_type` (share, so lag_1m and group_status rows say `group_type` share), and
   `partition_assigned` naming the partition's owner. In a share group several members may
   share a partition; the contract has one owner per partition and cycle, so the sample names
   the member with the lowest member id.
@@ -20,7 +21,14 @@ from collections.abc import Callable
 from collectors.base import SampleFactory
 from collectors.share_group_requests import ShareGroupDescription, ShareGroupOffsets, ShareMember, error_name
 from collectors.share_groups import ShareGroupsRead
-from lagwatch.membership import GROUP_MEMBERS_METRIC, GROUP_STATE_CODE, GROUP_STATE_METRIC, PARTITION_ASSIGNED_METRIC
+from lagwatch.membership import (
+    GROUP_MEMBERS_METRIC,
+    GROUP_STATE_CODE,
+    GROUP_STATE_METRIC,
+    GROUP_TYPE_CODE,
+    GROUP_TYPE_METRIC,
+    PARTITION_ASSIGNED_METRIC,
+)
 from lagwatch.samples import Sample
 from lagwatch.vocabulary import SHARE_LAG_METRIC, SHARE_START_METRIC, Source
 
@@ -66,6 +74,8 @@ def share_membership_samples(
     samples = [
         make(ts=ts, source=SOURCE, metric=GROUP_STATE_METRIC, kind="gauge", value=code, group_id=group_id),
         make(ts=ts, source=SOURCE, metric=GROUP_MEMBERS_METRIC, kind="gauge", value=len(description.members),
+             group_id=group_id),
+        make(ts=ts, source=SOURCE, metric=GROUP_TYPE_METRIC, kind="gauge", value=GROUP_TYPE_CODE["share"],
              group_id=group_id),
     ]  # fmt: skip
     for (topic, partition), member in sorted(_owners(description.members).items()):

@@ -190,7 +190,7 @@ GROUP BY ALL ORDER BY source, broker, client_id
 SQL_GROUPS_LATEST = newest_rows(
     "group_status",
     "group_id, status, reason, rule, total_lag, max_lag, max_time_lag_s, partitions, topics, "
-    "group_state, members, rebalances, updated_at",
+    "group_state, members, rebalances, group_type, updated_at",
     key="group_id",
     where="cluster = $cluster AND window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end "
     "AND updated_at >= $recent_start AND updated_at < $end",

@@ -108,6 +108,9 @@ TABLES: dict[str, Table] = {
                 ("owner_host", "VARCHAR"),
                 #: How often the owning member changed within this minute (a rebalance moved it).
                 ("owner_changes", "INTEGER"),
+                #: The group's protocol as newest read (classic, consumer, share, streams;
+                #: lagwatch/membership.py GROUP_TYPES): NULL when the broker never said.
+                ("group_type", "VARCHAR"),
                 ("version", "BIGINT"),
             ),
             ("cluster", "window_start", "group_id", "topic", "partition"),
@@ -133,6 +136,9 @@ TABLES: dict[str, Table] = {
                 #: Collector cycles within the lag window (lag.window_s) that saw a rebalance: the
                 #: group rebalancing, its member count changing, or a partition changing owner.
                 ("rebalances", "INTEGER"),
+                #: The group's protocol as newest read (classic, consumer, share, streams): NULL
+                #: when the broker never said (tansu, or DescribeGroups off on a broker before 3.8).
+                ("group_type", "VARCHAR"),
                 #: The 1-minute window this status belongs to (one row per group and minute).
                 ("window_start", "TIMESTAMPTZ"),
                 #: When the newest observation behind this status was measured (never in the future).

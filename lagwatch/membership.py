@@ -5,6 +5,8 @@ for a group. Each cycle the admin collector describes every collected group (Des
 
 - ``consumer_group_state``: the group's state as a code (:data:`GROUP_STATES` gives its name);
 - ``consumer_group_members``: how many members the group has;
+- ``consumer_group_type``: the group's protocol as a code (:data:`GROUP_TYPES` gives its name:
+  ``classic``, ``consumer`` for KIP-848 groups, ``share``, ``streams``), where the broker says it;
 - ``partition_assigned`` = 1 for every partition a member owns, labelled group_id, topic,
   partition, client_id and the sample's two member fields, ``member_id`` and ``host``
   (``lagwatch.samples.MemberSample``).
@@ -18,12 +20,14 @@ from __future__ import annotations
 
 from lagwatch.vocabulary import require
 
-GROUP_STATE_METRIC, GROUP_MEMBERS_METRIC, PARTITION_ASSIGNED_METRIC = require(
-    "consumer_group_state", "consumer_group_members", "partition_assigned"
+GROUP_STATE_METRIC, GROUP_MEMBERS_METRIC, GROUP_TYPE_METRIC, PARTITION_ASSIGNED_METRIC = require(
+    "consumer_group_state", "consumer_group_members", "consumer_group_type", "partition_assigned"
 )
 #: Per-group membership metrics (label group_id only).
-GROUP_METRICS: tuple[str, ...] = (GROUP_STATE_METRIC, GROUP_MEMBERS_METRIC)
-#: Kafka's group state names; a state's ``consumer_group_state`` code is its index.
+GROUP_METRICS: tuple[str, ...] = (GROUP_STATE_METRIC, GROUP_MEMBERS_METRIC, GROUP_TYPE_METRIC)
+#: Kafka's group state names; a state's ``consumer_group_state`` code is its index. Classic groups
+#: rebalance through PreparingRebalance and CompletingRebalance, consumer (KIP-848) groups through
+#: Assigning (the coordinator computes a new target assignment) and Reconciling (members converge on it).
 GROUP_STATES: tuple[str, ...] = (
     "Unknown",
     "Empty",
@@ -31,12 +35,18 @@ GROUP_STATES: tuple[str, ...] = (
     "PreparingRebalance",
     "CompletingRebalance",
     "Dead",
+    "Assigning",
+    "Reconciling",
 )
 GROUP_STATE_CODE: dict[str, int] = {name: code for code, name in enumerate(GROUP_STATES)}
 #: The codes of a group in the middle of a rebalance.
 REBALANCING_CODES: frozenset[int] = frozenset(
-    {GROUP_STATE_CODE["PreparingRebalance"], GROUP_STATE_CODE["CompletingRebalance"]}
+    GROUP_STATE_CODE[name] for name in ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 )
+#: Group protocol names as the lake shows them (``group_type``); a type's ``consumer_group_type``
+#: code is its index, and "unknown" (code 0: the broker did not say) is never written to the lake.
+GROUP_TYPES: tuple[str, ...] = ("unknown", "classic", "consumer", "share", "streams")
+GROUP_TYPE_CODE: dict[str, int] = {name: code for code, name in enumerate(GROUP_TYPES)}
 #: The codes of a group without members: nobody will read its partitions.
 EMPTY_CODES: frozenset[int] = frozenset({GROUP_STATE_CODE["Empty"], GROUP_STATE_CODE["Dead"]})
 #: The code of a state the broker did not say (tansu): its member count means nothing then.
@@ -45,7 +55,16 @@ UNKNOWN_CODE = GROUP_STATE_CODE["Unknown"]
 
 def group_state_name(code: float | int | None) -> str | None:
     """The state name of a ``consumer_group_state`` value; None when it is missing or not a known code."""
+    return _name_of(code, GROUP_STATES)
+
+
+def group_type_name(code: float | int | None) -> str | None:
+    """The type name of a ``consumer_group_type`` value; None when missing, unknown or not a known code."""
+    return _name_of(code, GROUP_TYPES) if code != GROUP_TYPE_CODE["unknown"] else None
+
+
+def _name_of(code: float | int | None, names: tuple[str, ...]) -> str | None:
     if code is None or code != code:  # None or NaN
         return None
     index = int(code)
-    return GROUP_STATES[index] if 0 <= index < len(GROUP_STATES) and index == code else None
+    return names[index] if 0 <= index < len(names) and index == code else None

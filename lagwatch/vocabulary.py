@@ -116,7 +116,10 @@ METRICS: tuple[Metric, ...] = (
     Metric("consumer_group_members", "gauge", "members", ("group_id",), (Source.ADMIN,),
            "Members of the group (DescribeConsumerGroups)"),
     Metric("consumer_group_state", "gauge", "state code", ("group_id",), (Source.ADMIN,),
-           "Group state code: 0 Unknown, 1 Empty, 2 Stable, 3 PreparingRebalance, 4 CompletingRebalance, 5 Dead"),
+           "Group state code: 0 Unknown, 1 Empty, 2 Stable, 3 PreparingRebalance, 4 CompletingRebalance, 5 Dead, "
+           "6 Assigning, 7 Reconciling (the last two: consumer-protocol groups, KIP-848)"),
+    Metric("consumer_group_type", "gauge", "type code", ("group_id",), (Source.ADMIN,),
+           "Group protocol code: 1 classic, 2 consumer (KIP-848), 3 share, 4 streams; sent where the broker says it"),
     Metric(SHARE_START_METRIC, "counter", "offset", ("group_id", "topic", "partition"), (Source.ADMIN,),
            "A share group's share-partition start offset: every record below it is acknowledged (KIP-932)"),
     Metric(SHARE_LAG_METRIC, "gauge", "records", ("group_id", "topic", "partition"), (Source.ADMIN,),

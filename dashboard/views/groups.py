@@ -26,6 +26,7 @@ TABLE_COLUMNS = [
     "partitions",
     "topics",
     "group_state",
+    "group_type",
     "members",
     "rebalances",
     "updated_at",
@@ -46,16 +47,21 @@ OWNER_COLUMNS = [
 
 
 def filtered(groups: pd.DataFrame) -> pd.DataFrame:
-    """Search by group id (plain substring, case-insensitive) and status."""
-    left, right = st.columns([2, 1])
+    """Search by group id (plain substring, case-insensitive), status and group type (classic,
+    consumer for KIP-848 groups, share, …)."""
+    left, middle, right = st.columns([2, 1, 1])
     needle = left.text_input("Search groups", key="group_search", placeholder="group id contains…")
     statuses = sorted(groups["status"].dropna().unique().tolist(), key=_status_rank)
-    chosen = right.multiselect("Status", statuses, key="group_status_filter")
+    chosen = middle.multiselect("Status", statuses, key="group_status_filter")
+    types = sorted(groups["group_type"].dropna().unique().tolist())
+    chosen_types = right.multiselect("Group type", types, key="group_type_filter")
     shown = groups
     if needle:
         shown = shown[shown["group_id"].str.contains(needle, case=False, regex=False, na=False)]
     if chosen:
         shown = shown[shown["status"].isin(chosen)]
+    if chosen_types:
+        shown = shown[shown["group_type"].isin(chosen_types)]
     return shown
 
 

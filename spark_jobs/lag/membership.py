@@ -3,7 +3,7 @@ member count, and the rebalances seen; kept beside the group's lag state (same b
 
 Input, routed to the group's bucket by ``spark_jobs/route.py``: the admin collector's `partition_assigned`
 samples (one per owned partition and cycle, labelled with the owner: member_id, client_id,
-host) and the group's `consumer_group_state` / `consumer_group_members` samples.
+host) and the group's `consumer_group_state` / `consumer_group_members` / `consumer_group_type` samples.
 
 Rules (also in docs/rollups.md):
 
@@ -18,6 +18,9 @@ Rules (also in docs/rollups.md):
 - **Rebalances.** The collector cycles within the lag window (``lag.window_s`` up to
   updated_at) at which the group was PreparingRebalance or CompletingRebalance, its member count
   differed from the previous reading, or any of its partitions changed owner.
+- **Type.** A group's type is its newest `consumer_group_type` reading (not only the same
+  cycle's): the protocol changes only when the group migrates between classic and consumer,
+  and the rows name the type it had then, so its history stays one group throughout.
 - **State.** Per group: each partition's newest owner reading with the times of its owner
   changes, and the newest group reading with the times of its rebalance events, both kept for
   the lag window. A group silent for two windows behind the watermark is forgotten, as its lag
@@ -37,10 +40,12 @@ import pandas as pd
 from lagwatch.membership import (
     EMPTY_CODES,
     GROUP_STATE_METRIC,
+    GROUP_TYPE_METRIC,
     PARTITION_ASSIGNED_METRIC,
     REBALANCING_CODES,
     UNKNOWN_CODE,
     group_state_name,
+    group_type_name,
 )
 from spark_jobs.lag.rules import Membership
 from spark_jobs.windows import series_labels
@@ -52,7 +57,8 @@ Owner = tuple[str | None, str | None, str | None]
 _LABELS: tuple[str, ...] = ("cluster", "metric", "group_id", "topic", "partition", "client_id")
 #: Slots of an owner reading and of a group reading (plain lists: they pickle at C speed).
 _TS, _MEMBER, _CLIENT, _HOST, _CHANGES = range(5)
-_STATE, _MEMBERS, _PREVIOUS_MEMBERS, _EVENTS, _EMPTY_RUN, _OWNERS_TS = range(1, 7)
+_STATE, _MEMBERS, _PREVIOUS_MEMBERS, _EVENTS, _EMPTY_RUN, _OWNERS_TS, _TYPE = range(1, 8)
+_GROUP_SLOTS = _TYPE + 1
 #: Stamps an empty run keeps: its first and the newest few (enough to count up to empty_cycles).
 _EMPTY_RUN_KEPT = 8
 
@@ -65,8 +71,8 @@ class GroupMembership:
     owners: dict[Where, list[Any]] = field(default_factory=dict)
     #: [ts, state code, members, the previous reading's members, [rebalance event ts, …],
     #:  [ts of each cycle in the current run of readings without members (first + newest)],
-    #:  the newest cycle that read any owner]
-    group: list[Any] = field(default_factory=lambda: [-1, None, None, None, [], [], -1])
+    #:  the newest cycle that read any owner, [ts, code] of the newest type reading]
+    group: list[Any] = field(default_factory=lambda: [-1, None, None, None, [], [], -1, [-1, None]])
 
     def observe_owner(self, where: Where, ts: int, owner: Owner, keep_ms: int) -> None:
         """Take one cycle's owner of a partition; an older or repeated cycle changes nothing."""
@@ -84,8 +90,12 @@ class GroupMembership:
         slot[_TS : _HOST + 1] = [ts, *owner]
 
     def observe_group(self, ts: int, metric: str, value: float, keep_ms: int) -> None:
-        """Take one cycle's state or member count (the two arrive as separate samples)."""
+        """Take one cycle's state, member count or type (each arrives as its own sample)."""
         group = self.group
+        if metric == GROUP_TYPE_METRIC:
+            if ts >= group[_TYPE][0]:
+                group[_TYPE] = [ts, int(value)]
+            return
         if ts < group[_TS]:
             return
         if ts > group[_TS]:
@@ -133,6 +143,11 @@ class GroupMembership:
             # No owner at all in that cycle: DescribeGroups is off or failed, so "nobody" is unknown.
             owners_known=empty or owner is not None or group[_OWNERS_TS] == ts or (key, ts) in batch.owner_cycles,
         )
+
+    @property
+    def group_type(self) -> str | None:
+        """The newest type reading's name ("classic", "consumer", …); None before any."""
+        return group_type_name(self.group[_TYPE][1])
 
     def owner_changes(self, where: Where, start_ms: int, end_ms: int) -> int:
         slot = self.owners.get(where)
@@ -204,6 +219,8 @@ def fold_readings(samples: pd.DataFrame, memberships: dict[GroupKey, GroupMember
             batch.owners[(key, where, ts)] = owner
             batch.owner_cycles.add((key, ts))
             batch.touched_partitions.setdefault(key, {}).setdefault(where, set()).add(ts)
+        elif labels["metric"][i] == GROUP_TYPE_METRIC:
+            membership.observe_group(ts, GROUP_TYPE_METRIC, float(values[i]), keep_ms)
         else:
             metric = labels["metric"][i]
             membership.observe_group(ts, metric, float(values[i]), keep_ms)
@@ -224,11 +241,14 @@ def encode(memberships: dict[GroupKey, GroupMembership]) -> bytes:
 
 
 def decode(blob: bytes) -> dict[GroupKey, GroupMembership]:
-    """State saved before empty runs (and the owners' newest cycle) were kept gets them empty."""
-    return {
-        key: GroupMembership(owners, [*group, [], -1] if len(group) == _EMPTY_RUN else group)
-        for key, (owners, group) in pickle.loads(blob).items()
-    }
+    """State saved before empty runs (and the owners' newest cycle, the type) were kept gets them empty."""
+    return {key: GroupMembership(owners, _upgraded(group)) for key, (owners, group) in pickle.loads(blob).items()}
+
+
+def _upgraded(group: list[Any]) -> list[Any]:
+    """A group reading saved by an older version, with the slots it lacks added empty."""
+    missing = [[], -1, [-1, None]]
+    return [*group, *missing[len(missing) - (_GROUP_SLOTS - len(group)) :]] if len(group) < _GROUP_SLOTS else group
 
 
 def forget_silent(memberships: dict[GroupKey, GroupMembership], oldest_ms: int) -> None:

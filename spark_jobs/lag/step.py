@@ -157,7 +157,10 @@ class _Rows:
         owned = self.memberships.get(group_key)
         owner = owned.owner_at(where, report.ts_ms, self.readings, group_key) if owned is not None else None
         changes = owned.owner_changes(where, period, report.ts_ms) if owned is not None else 0
-        self.partition_rows.append(_partition_row(group_key, where, report, owner or (None, None, None), changes))
+        group_type = owned.group_type if owned is not None else None
+        self.partition_rows.append(
+            _partition_row(group_key, where, report, owner or (None, None, None), changes, group_type)
+        )
         self.newest_period[group_key] = max(self.newest_period.get(group_key, period), period)
         self.reports[(*group_key, *where)] = report
 
@@ -247,7 +250,12 @@ def fold_observations(
 
 
 def _partition_row(
-    group_key: tuple[str, str], where: tuple[str, int], report: PartitionReport, owner: membership.Owner, changes: int
+    group_key: tuple[str, str],
+    where: tuple[str, int],
+    report: PartitionReport,
+    owner: membership.Owner,
+    changes: int,
+    group_type: str | None,
 ) -> Row:
     """A lag_1m row (times in epoch ms): the report, and the partition's owner in its cycle."""
     period = report.ts_ms - report.ts_ms % PERIOD_MS
@@ -277,6 +285,7 @@ def _partition_row(
         "owner_client_id": owner[1],
         "owner_host": owner[2],
         "owner_changes": changes,
+        "group_type": group_type,
     }
 
 
@@ -318,6 +327,7 @@ def _group_row(group_key: tuple[str, str], tracks: GroupTracks, period: int, lag
         "group_state": state,
         "members": members,
         "rebalances": rebalances,
+        "group_type": owned.group_type if owned is not None else None,
         "window_start": period,
         "updated_at": newest,
     }

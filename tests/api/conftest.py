@@ -147,14 +147,15 @@ def _known_rows(now: dt.datetime) -> dict[str, list[dict[str, Any]]]:
             "max_time_lag_s": None,
             "partitions": n,
             "topics": topics,
+            "group_type": group_type,
             "window_start": t,
             "updated_at": now - dt.timedelta(seconds=5),
             "version": 1,
         }
-        for g, s, r, rule, tl, ml, n, topics in (
-            ("healthy", "OK", "", "caught_up", 0, 0, 2, "orders"),
-            ("slow", "STALL", "STALL: offset not moving", "stall", 343, 300, 3, "orders,payments"),
-            ("stopped", "STOP", "STOP: no commit", "stop", 400, 400, 1, "payments"),
+        for g, s, r, rule, tl, ml, n, topics, group_type in (
+            ("healthy", "OK", "", "caught_up", 0, 0, 2, "orders", "classic"),
+            ("slow", "STALL", "STALL: offset not moving", "stall", 343, 300, 3, "orders,payments", "consumer"),
+            ("stopped", "STOP", "STOP: no commit", "stop", 400, 400, 1, "payments", None),
         )
     ]
     metrics = []

@@ -98,6 +98,9 @@ def test_group_series_sum_and_max_their_partitions(api: RunningApi, known_lake: 
     assert own == {
         (r["group_id"], r["status"], r["rule"]): statuses.severity(r["status"]) for r in known_lake.rows["group_status"]
     }
+    types = by(samples, "lagwatch_consumergroup_status", "group", "group_type")
+    rows = known_lake.rows["group_status"]
+    assert types == {(r["group_id"], r["group_type"] or ""): statuses.severity(r["status"]) for r in rows}
     topic_sums = by(samples, "kafka_consumergroup_group_topic_sum_lag", "group", "topic")
     assert topic_sums[("slow", "orders")] == sum(r["lag"] for r in per_group["slow"] if r["topic"] == "orders")
 

@@ -1,5 +1,8 @@
 """Real consumer-group members for tests: confluent-kafka Consumers that join a group, poll in a
-thread (so they take part in rebalances), and commit given offsets for what they are assigned."""
+thread (so they take part in rebalances), and commit given offsets for what they are assigned.
+
+`protocol="consumer"` makes a KIP-848 member (Kafka 4): the broker owns its session and heartbeat
+settings, so the classic timeouts are left out."""
 
 from __future__ import annotations
 
@@ -16,21 +19,30 @@ SETTLE_S = 90
 class GroupMember:
     """One consumer in `group_id` subscribed to `topic`, polling until closed."""
 
-    def __init__(self, bootstrap: str, group_id: str, topic: str, client_id: str, commit_offset: int) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        group_id: str,
+        topic: str,
+        client_id: str,
+        commit_offset: int | None,
+        protocol: str = "classic",
+    ) -> None:
+        """`commit_offset` None: a member that never commits."""
         self.client_id = client_id
         self._topic = topic
         self._commit_offset = commit_offset
-        self._consumer = Consumer(
-            {
-                "bootstrap.servers": bootstrap,
-                "group.id": group_id,
-                "client.id": client_id,
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "session.timeout.ms": 6000,
-                "heartbeat.interval.ms": 500,
-            }
-        )
+        settings: dict[str, object] = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group_id,
+            "client.id": client_id,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "group.protocol": protocol,
+        }
+        if protocol == "classic":
+            settings.update({"session.timeout.ms": 6000, "heartbeat.interval.ms": 500})
+        self._consumer = Consumer(settings)
         self._consumer.subscribe([topic])
         self._lock = threading.Lock()
         self._assigned: set[int] = set()
@@ -45,7 +57,7 @@ class GroupMember:
             self._consumer.poll(0.2)  # serves the group protocol (join, rebalance); the records are not needed
             assigned = {tp.partition for tp in self._consumer.assignment()}
             fresh = assigned - self._committed
-            if fresh:
+            if fresh and self._commit_offset is not None:
                 offsets = [TopicPartition(self._topic, p, self._commit_offset) for p in sorted(fresh)]
                 self._consumer.commit(offsets=offsets, asynchronous=False)
             with self._lock:
@@ -56,6 +68,11 @@ class GroupMember:
     def assigned(self) -> set[int]:
         with self._lock:
             return set(self._assigned)
+
+    @property
+    def committed(self) -> set[int]:
+        with self._lock:
+            return set(self._committed)
 
     @property
     def member_id(self) -> str:

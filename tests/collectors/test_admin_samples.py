@@ -98,7 +98,7 @@ def test_lag_skips_missing_commits_and_flags_commits_beyond_the_end() -> None:
 
 def test_group_state_codes_are_distinct_and_only_reported_values_are_sampled() -> None:
     assert len(set(GROUP_STATE_CODES.values())) == len(ConsumerGroupState)
-    stable = group_state_samples("g", ConsumerGroupState.STABLE, 3, 1, MAKE)
+    stable = group_state_samples("g", GROUP_STATE_CODES[ConsumerGroupState.STABLE], 3, 1, MAKE)
     assert {(s.metric, s.value) for s in stable} == {("consumer_group_state", 2), ("consumer_group_members", 3)}
     assert group_state_samples("g", None, None, 1, MAKE) == []
 

@@ -198,6 +198,7 @@ def _status_rows(t: dt.datetime) -> list[dict[str, Any]]:
             "group_state": kw.get("group_state", "Stable"),
             "members": kw.get("members", 1),
             "rebalances": kw.get("rebalances", 0),
+            "group_type": kw.get("group_type", "classic"),
             "window_start": ts.replace(second=0, microsecond=0),
             "updated_at": ts,
             "version": kw.get("version", 2),
@@ -209,7 +210,7 @@ def _status_rows(t: dt.datetime) -> list[dict[str, Any]]:
         # Same key twice: version 1 was rewritten by version 2 (a window still open); v2 wins.
         row("orders-app", "WARN", "lag rising", 3900, 2900, 80.0, t, partitions=2, version=1),
         row("orders-app", "STALL", "offsets not moving while lag > 0", 4200, 3000, 95.5, t, partitions=2),
-        row("billing", "OK", "caught up", 7, 7, 0.5, t, topics="payments"),
+        row("billing", "OK", "caught up", 7, 7, 0.5, t, topics="payments", group_type="consumer"),
         row("audit", "WARN", "lag rising over the window", 1234, 1234, 300.0, t, rebalances=1),
     ]
 

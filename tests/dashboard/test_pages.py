@@ -176,6 +176,16 @@ def test_groups_search_filters_the_table(known_lake: KnownLake) -> None:
     assert frames(at)[0]["group_id"].tolist() == ["billing"]
 
 
+def test_groups_table_shows_and_filters_the_group_type(known_lake: KnownLake) -> None:
+    at = open_page("groups")
+    shown = frames(at)[0]
+    expected = group_status(known_lake).set_index("group_id")["group_type"].to_dict()
+    assert dict(zip(shown["group_id"], shown["group_type"], strict=True)) == expected
+    at.multiselect(key="group_type_filter").select("consumer").run()
+    assert not at.exception
+    assert frames(at)[0]["group_id"].tolist() == ["billing"]
+
+
 def test_alerts_firing_and_history(known_lake: KnownLake) -> None:
     at = open_page("alerts")
     firing, events = frames(at)[:2]
