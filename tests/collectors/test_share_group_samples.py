@@ -6,7 +6,7 @@ from collectors.base import SampleFactory
 from collectors.share_group_requests import ShareGroupDescription, ShareGroupOffsets, ShareMember, SharePartitionOffset
 from collectors.share_group_samples import share_group_samples
 from collectors.share_groups import ShareGroupsRead
-from lagwatch.membership import GROUP_STATE_CODE
+from lagwatch.membership import GROUP_STATE_CODE, GROUP_TYPE_CODE
 
 MAKE = SampleFactory(cluster="test", collector="test-instance")
 TS = 1_700_000_000_000
@@ -46,6 +46,7 @@ def test_offsets_membership_and_errors_of_one_cycle() -> None:
     assert [(s.metric, s.group_id, s.topic, s.partition, s.value) for s in samples] == [
         ("consumer_group_state", "sg", None, None, GROUP_STATE_CODE["Stable"]),
         ("consumer_group_members", "sg", None, None, 2),
+        ("consumer_group_type", "sg", None, None, GROUP_TYPE_CODE["share"]),
         ("partition_assigned", "sg", "t", 0, 1),
         ("partition_assigned", "sg", "t", 1, 1),
         ("share_start_offset", "sg", "t", 0, 300),
@@ -67,10 +68,11 @@ def test_a_partition_shared_by_members_names_the_lowest_member_id() -> None:
     assert owners == {("t", 0): ("m-a", "c1", "/h1"), ("t", 1): ("m-b", "c2", "/h2")}
 
 
-def test_a_share_state_outside_the_classic_names_is_unknown() -> None:
-    read = ShareGroupsRead(descriptions={"sg": ShareGroupDescription("sg", 0, None, "Assigning", 1, ())})
+def test_a_share_state_lagwatch_does_not_know_is_unknown() -> None:
+    read = ShareGroupsRead(descriptions={"sg": ShareGroupDescription("sg", 0, None, "NotAGroupState", 1, ())})
     samples, _ = share_group_samples(read, _allowed, TS, MAKE)
     assert [(s.metric, s.value) for s in samples] == [
         ("consumer_group_state", GROUP_STATE_CODE["Unknown"]),
         ("consumer_group_members", 0),
+        ("consumer_group_type", GROUP_TYPE_CODE["share"]),
     ]

@@ -24,11 +24,11 @@ INTERVAL_S = 5.0
 CYCLES = 3
 PRODUCED, ACKNOWLEDGED = 1000, 300
 NEWEST_STATUS = (
-    "select status, rule, reason, group_state, members from group_status where group_id = ? "
+    "select status, rule, reason, group_state, members, group_type from group_status where group_id = ? "
     "qualify row_number() over (order by updated_at desc) = 1"
 )
 NEWEST_LAG = (
-    "select lag, owner_client_id from lag_1m where group_id = ? "
+    "select lag, owner_client_id, group_type from lag_1m where group_id = ? "
     "qualify row_number() over (order by window_start desc) = 1"
 )
 
@@ -56,11 +56,11 @@ def test_a_share_group_that_stops_acknowledging_is_stall_then_stop_when_closed(
     stopped = lake_rows(config, NEWEST_STATUS, [group])
     stopped_lag = lake_rows(config, NEWEST_LAG, [group])
 
-    assert stalled_lag == [(PRODUCED - ACKNOWLEDGED, "share-client")]
-    [(status, rule, reason, state, members)] = stalled
-    assert (status, rule, state, members) == ("STALL", "stall_owned", "Stable", 1), reason
+    assert stalled_lag == [(PRODUCED - ACKNOWLEDGED, "share-client", "share")]
+    [(status, rule, reason, state, members, group_type)] = stalled
+    assert (status, rule, state, members, group_type) == ("STALL", "stall_owned", "Stable", 1, "share"), reason
     assert "while share-client on /127.0.0.1 owns it" in reason and f"lag {PRODUCED - ACKNOWLEDGED}" in reason
 
-    assert stopped_lag == [(PRODUCED - ACKNOWLEDGED, None)]
-    [(status, rule, reason, state, members)] = stopped
-    assert (status, rule, state, members) == ("STOP", "stop_empty", "Empty", 0), reason
+    assert stopped_lag == [(PRODUCED - ACKNOWLEDGED, None, "share")]
+    [(status, rule, reason, state, members, group_type)] = stopped
+    assert (status, rule, state, members, group_type) == ("STOP", "stop_empty", "Empty", 0, "share"), reason
