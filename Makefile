@@ -9,10 +9,13 @@ STAMP  := $(VENV)/.installed-$(shell cat requirements.txt pyproject.toml | cksum
 # bundled Kafka 4.3.1 source build unpacked into .kafka/ (scripts/kafka-home.sh).
 export KAFKA_HOME ?= $(CURDIR)/.kafka/kafka-4.3.1-kraft-srcbuild
 # The oldest Kafka line Lagwatch supports: `make test` runs COMPAT_TESTS (collectors, commit
-# log, membership: what depends on the broker's protocol versions and records) on it too.
+# log, membership: what depends on the broker's protocol versions and records) on it too. The
+# JMX backend tests on the test double do not depend on the broker, so only the real-broker
+# JMX test repeats.
 export KAFKA_HOME_COMPAT ?= $(CURDIR)/.kafka/kafka-3.8.0-kraft-srcbuild
-COMPAT_TESTS := tests/collectors tests/spark_jobs/test_commit_log_lake.py \
-	tests/spark_jobs/test_membership_status_lake.py tests/test_membership_end_to_end.py
+COMPAT_TESTS := $(wildcard tests/collectors/test_*.py) tests/collectors/jmx/test_real_broker.py \
+	tests/spark_jobs/test_commit_log_lake.py tests/spark_jobs/test_membership_status_lake.py \
+	tests/test_membership_end_to_end.py
 
 .PHONY: run test test-fast bench lint system-deps test-system-deps kafka-home clean venv
 
