@@ -66,7 +66,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("leader_elections_total", "counter", "elections", ("broker",), JMX_SOURCES,
            "Leader elections (ZooKeeper-mode controllers only; KRaft brokers have no such MBean)"),
     Metric("unclean_leader_elections_total", "counter", "elections", ("broker",), JMX_SOURCES,
-           "Unclean leader elections, data loss possible (ZooKeeper controllers and Kafka 4.x; a 3.8 KRaft broker has none)"),
+           "Unclean leader elections, data loss possible (ZooKeeper mode and Kafka 4.x; not on 3.8 KRaft)"),
     Metric("isr_shrinks_total", "counter", "shrinks", ("broker",), JMX_SOURCES,
            "ISR shrinks"),
     Metric("isr_expands_total", "counter", "expands", ("broker",), JMX_SOURCES,
