@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from concurrent.futures import Future, wait
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
@@ -36,7 +37,7 @@ from lagwatch.broker import EmbeddedBroker
 from lagwatch.config import Config, parse_config
 from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.samples import Sample
-from tests.fixtures.real_kafka import RealKafkaBroker
+from tests.fixtures.real_kafka import RealKafkaBroker, kafka_home
 
 TOPICS = 50
 PARTITIONS = 20
@@ -293,10 +294,21 @@ def bench_broker(name: str, bootstrap: str, pid: int, last_alone: bool) -> list[
     ]  # fmt: skip
 
 
+def kafka_homes() -> list[Path]:
+    """KAFKA_HOME, then KAFKA_HOME_COMPAT (the oldest supported line) where it is set and another Kafka."""
+    homes = [kafka_home()]
+    compat = os.environ.get("KAFKA_HOME_COMPAT", "")
+    if compat and Path(compat).resolve() != homes[0].resolve() and any(Path(compat).glob("libs/kafka_*.jar")):
+        homes.append(Path(compat))
+    return homes
+
+
 def run() -> list[Result]:
     rows: list[Result] = []
-    with RealKafkaBroker() as kafka:
-        rows.extend(bench_broker("kafka", kafka.bootstrap_servers, kafka.pid or 0, last_alone=False))
+    for home in kafka_homes():
+        with RealKafkaBroker(home=home) as kafka:
+            name = f"kafka {kafka.version_text}"
+            rows.extend(bench_broker(name, kafka.bootstrap_servers, kafka.pid or 0, last_alone=False))
     with EmbeddedBroker() as tansu:
         rows.extend(bench_broker("tansu", tansu.bootstrap_servers, tansu.pid or 0, last_alone=True))
     return rows
