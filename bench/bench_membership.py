@@ -5,7 +5,7 @@ Collector: turning DescribeGroups answers (confluent-kafka's own description obj
 the same for the committed offset and lag of a partition (the ≤ 10 µs per offset bar). The
 describe request itself was already sent each cycle for the state and member count.
 
-Spark: the operator's lag step (``lag.update_lag``) over a batch of lag pairs, with and
+Spark: the operator's lag step (``spark_jobs.lag.step.update_lag``) over a batch of lag pairs, with and
 without each partition's owner and each group's readings; the difference per partition is
 what membership adds to the stateful operator.
 """
@@ -25,7 +25,8 @@ from collectors.base import SampleFactory
 from lagwatch.config import LagConfig
 from lagwatch.samples import make_member_sample, make_sample
 from lagwatch.vocabulary import Source
-from spark_jobs import lag, route
+from spark_jobs import route
+from spark_jobs.lag import step as lag_step
 from spark_jobs.schema import PARSED_SAMPLE_SCHEMA
 
 GROUPS, PARTITIONS, MEMBERS = 2_000, 20, 4
@@ -137,11 +138,11 @@ def spark_results() -> list[Result]:
     with_members, without = _operator_frame(lag_rows + member_rows), _operator_frame(lag_rows)
 
     def step(frame: pd.DataFrame) -> None:
-        lag.update_lag(frame, {}, {}, config, 0)
+        lag_step.update_lag(frame, {}, {}, config, 0)
 
     count = groups * PARTITIONS * cycles
     added = _cpu_us_per(count, lambda: step(with_members)) - _cpu_us_per(count, lambda: step(without))
-    note = f"lag.update_lag over {count:,} partition observations ({groups} groups × {PARTITIONS} × {cycles} cycles)"
+    note = f"lag step over {count:,} partition observations ({groups} groups × {PARTITIONS} × {cycles} cycles)"
     return [Result("membership: Spark lag step CPU added per partition observation", added, "µs", None, note=note)]
 
 

@@ -249,9 +249,8 @@ class SparkConfig(_Model):
     source: Literal["python", "kafka"] = "python"
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     #: Records per micro-batch at most, when a backlog waits (live batches are far smaller). A batch
-    #: has ≈ 0.5–0.9 s of fixed cost on 2 cores (a batch of a few records takes that long), which
-    #: bigger batches pay less often; past 1,000,000 that no longer shows: over 12 M samples,
-    #: 196,425 samples/s at 1,000,000 and 196,975 at 2,000,000 (peak RSS 3.9 GB against 4.4 GB).
+    #: has a fixed cost (a batch of a few records takes as long), which bigger batches pay less
+    #: often, up to a point past which memory grows and throughput does not (docs/performance.md).
     max_rows_per_batch: int = Field(1_000_000, ge=1)
     watermark_s: float = Field(30, ge=0)
     #: Largest sample record accepted (bytes); larger goes to dead_letters.
@@ -275,29 +274,32 @@ class SparkConfig(_Model):
 class LagConfig(_Model):
     """How lag is judged: Burrow's sliding window of commits, with group membership as evidence.
 
-    docs/rollups.md says how each knob moves detection time against false alarms.
+    Each knob's rule is in the rules table (spark_jobs/lag/rules.py ``RULES``, and docs/rollups.md
+    generated from it); docs/rollups.md also says how each knob moves detection time against false alarms.
     """
 
-    #: The commit window: what REWIND, WARN (lag rising) and the usual commit gap look back over.
+    #: The commit window every rule looks back over (rewind, stop's usual gap, lag_rising).
     window_s: float = Field(300, gt=0)
-    #: lag > 0 and no commit for longer than this (or twice the partition's usual commit gap,
-    #: whichever is longer) → STOP.
+    #: Rule stop: the silence past which lag > 0 is STOP (unless the usual commit gap is longer).
     stop_after_s: float = Field(30, gt=0)
-    #: A group seen with no members at this many collector cycles in a row, with lag and no commit
-    #: since → STOP.
+    #: Rule stop_empty: collector cycles in a row without members.
     empty_cycles: int = Field(2, ge=1)
-    #: A member owns the partition, and the committed offset is the same at this many collector
-    #: cycles in a row (and twice its usual run) while lag > 0 → STALL.
+    #: Rule stall_owned: collector cycles in a row at one committed offset.
     stall_cycles: int = Field(2, ge=2)
     #: Minimum (log_end_offset, ts) points before time lag is interpolated.
     min_history_points: int = Field(2, ge=2)
     #: Most (log_end_offset, ts) points kept per partition; older points are thinned, not dropped.
     history_points: int = Field(120, ge=4)
-    #: Observations in the commit window before STALL without membership or WARN (lag rising) may be judged.
+    #: Rules stall (no commit log, or commits) and lag_rising: observations (or commits) needed first.
     min_window_points: int = Field(3, ge=2)
     #: Per-group overrides: {"group-id" = {warn_lag = 1000, stop_after_s = 300}}.
-    #: Keys: warn_lag, warn_time_lag_s, stop_after_s (see spark_jobs/lag_status.py).
+    #: Keys: warn_lag, warn_time_lag_s (rules of the same names), stop_after_s.
     group_thresholds: dict[str, dict[str, float]] = Field(default_factory=dict)
+
+    @property
+    def window_ms(self) -> int:
+        """window_s in milliseconds, the unit of sample timestamps: converted here, once."""
+        return int(self.window_s * 1000)
 
     @field_validator("group_thresholds")
     @classmethod

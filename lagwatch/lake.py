@@ -14,8 +14,9 @@ from __future__ import annotations
 import datetime as dt
 import os
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,7 +100,7 @@ TABLES: dict[str, Table] = {
                 ("retention_margin_s", "DOUBLE"),
                 ("status", "VARCHAR"),  # lagwatch/vocabulary.py STATUSES
                 ("reason", "VARCHAR"),
-                ("rule", "VARCHAR"),  # the lag_status rule behind status (caught_up, stop, stall, …)
+                ("rule", "VARCHAR"),  # the rule behind status (caught_up, stop, stall, …: spark_jobs/lag/rules.py)
                 #: The group member owning the partition in the collector cycle of the newest
                 #: observation (NULL: nobody owned it, or that cycle's describe did not answer).
                 ("owner_member_id", "VARCHAR"),
@@ -390,6 +391,32 @@ def connect_readonly(lake: str | os.PathLike[str], duckdb_path: str | os.PathLik
 
 def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
+
+
+def written_columns(name: str) -> tuple[str, ...]:
+    """The columns a writer supplies for a table: every declared one but `version` (stamped from the batch)."""
+    return tuple(column for column in TABLES[name].column_names if column != "version")
+
+
+def row_columns(name: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[Any, ...]]:
+    """Rows keyed by column name → one tuple of values per written column (:func:`written_columns`), in order.
+
+    Strict, unlike :func:`rows_to_arrow`: a row lacking a declared column, or carrying one the
+    table does not declare, raises ValueError naming the table and the column, so a column added
+    to the contract but forgotten where rows are built fails at once instead of landing as NULL.
+    """
+    names = written_columns(name)
+    values_of = itemgetter(*names)  # one C call per row, not one per cell
+    try:
+        values = [values_of(row) for row in rows]
+    except KeyError as missing:
+        raise ValueError(f"lake table {name!r}: a row lacks declared column {missing.args[0]!r}") from None
+    undeclared = {key for row in rows if len(row) != len(names) for key in row} - set(names)
+    if undeclared:
+        raise ValueError(f"lake table {name!r}: a row has undeclared column(s) {sorted(undeclared)}")
+    if not values:
+        return {column: () for column in names}
+    return dict(zip(names, zip(*values, strict=True), strict=True))
 
 
 def rows_to_arrow(name: str, rows: Sequence[dict[str, Any]]) -> pa.Table:

@@ -7,8 +7,8 @@ the samples topic a second time. So every record is routed once through one exch
 
 - each sample goes to its metric series' bucket (``windows.py`` state, one per window size);
 - except a lag sample (admin `committed_offset` / `consumer_lag` with a group, or the group's
-  `consumer_group_state` / `consumer_group_members`): it goes to its group's bucket (``lag.py``
-  and ``membership.py`` state), where its metric windows are kept as well. A lag series
+  `consumer_group_state` / `consumer_group_members`): it goes to its group's bucket (``lag/step.py``
+  and ``lag/membership.py`` state), where its metric windows are kept as well. A lag series
   always carries its group, so it always lands in the same bucket, and each sample crosses
   the exchange once;
 - a member sample (`partition_assigned`) goes to its group's bucket for the membership state
@@ -18,8 +18,8 @@ the samples topic a second time. So every record is routed once through one exch
   the watermark (the maximum event time) alone;
 - with lag analytics, a broker event sample (under-replicated partitions, ISR shrinks, …) also
   comes to every bucket as a BROKER copy: it is folded into the bucket's broker event state
-  (``broker_events.py``) before the lag update, and the group_status rows that are not OK get
-  their cluster's broker events of the lag window appended to their reason.
+  (``lag/broker_events.py``) before the lag update, and the reason of a group_status row that is
+  not OK names its cluster's broker events of the lag window.
 
 The output has one row per bucket and table: the table's name and its rows as an Arrow IPC
 stream (:func:`encode_parts`). In foreachBatch, :func:`decode_table` opens one table's rows:
@@ -53,7 +53,8 @@ import pyarrow.compute as pc
 
 from lagwatch import lake as lakelib
 from lagwatch.config import LagConfig
-from spark_jobs import broker_events, lag, membership, packed, route, windows
+from spark_jobs import packed, route, windows
+from spark_jobs.lag import broker_events, membership, step
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
 
 if TYPE_CHECKING:
@@ -137,16 +138,15 @@ def _rollup_bucket(
     events = None
     if lag_config is not None and not broker_samples.empty:
         events = _broker_events(saved)
-        broker_events.fold(events, broker_samples, keep_ms=2 * _window_ms(lag_config))
+        broker_events.fold(events, broker_samples, keep_ms=2 * lag_config.window_ms)
         saved["broker_events"] = broker_events.encode(events)
     if lag_config is not None and not lag_samples.empty:
-        groups = lag.decode_groups(saved["lag"]) if "lag" in saved else {}
+        groups = step.decode_groups(saved["lag"]) if "lag" in saved else {}
         members = membership.decode(saved["membership"]) if "membership" in saved else {}
-        partition_rows, group_rows = lag.update_lag(lag_samples, groups, members, lag_config, watermark_ms)
-        saved["lag"], saved["membership"] = lag.encode_groups(groups), membership.encode(members)
-        if "broker_events" in saved:
-            events = events if events is not None else _broker_events(saved)
-            broker_events.annotate_reasons(group_rows, events, _window_ms(lag_config))
+        if events is None and "broker_events" in saved:
+            events = _broker_events(saved)
+        partition_rows, group_rows = step.update_lag(lag_samples, groups, members, lag_config, watermark_ms, events)
+        saved["lag"], saved["membership"] = step.encode_groups(groups), membership.encode(members)
         parts += [("lag_1m", partition_rows), ("group_status", group_rows)]
     state.update((pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL),))
     parts = [(table, columns) for table, columns in parts if columns]
@@ -158,11 +158,6 @@ def _broker_events(saved: dict[str, bytes]) -> broker_events.BrokerEvents:
     return broker_events.decode(saved["broker_events"]) if "broker_events" in saved else broker_events.BrokerEvents()
 
 
-def _window_ms(lag_config: LagConfig) -> int:
-    """The lag window: a group's status reason names the broker events of this span."""
-    return int(lag_config.window_s * 1000)
-
-
 def encode_parts(parts: list[tuple[str, windows.Columns]]) -> pd.DataFrame:
     """The operator's output: one row per table, its rows as one Arrow IPC stream (OUTPUT_DDL).
 
@@ -170,8 +165,8 @@ def encode_parts(parts: list[tuple[str, windows.Columns]]) -> pd.DataFrame:
     a union row of all their columns (43, most of them NULL) cost more to pass from the Python
     worker to the JVM and back to the driver's Arrow than the aggregation itself. A blob per
     table crosses both boundaries as a few large values; :func:`decode_table` opens it.
-    The blobs are LZ4-compressed: about a third of the bytes to move, which shortens both the
-    operator's stage and the driver's share of a batch (docs/performance.md).
+    The blobs are LZ4-compressed: fewer bytes to move shortens both the operator's stage and the
+    driver's share of a batch (docs/performance.md).
     """
     return pd.DataFrame(
         {

@@ -17,7 +17,7 @@ decides each record's bucket and role and packs each bucket's rows as one Arrow 
 - with lag routing, a broker event sample (``lagwatch.vocabulary.BROKER_EVENTS``, without a
   topic label) goes to its series' bucket as a metric sample AND, as a BROKER copy, to every
   bucket: each group's status reason names the broker events of its cluster
-  (``broker_events.py``), and groups live in every bucket. They are a handful per broker and
+  (``lag/broker_events.py``), and groups live in every bucket. They are a handful per broker and
   cycle, so the 16 copies cost little.
 
 Each routed row also carries the newest event time of its samples (NULL when it holds only
@@ -46,7 +46,7 @@ import xxhash
 from lagwatch.membership import GROUP_METRICS, PARTITION_ASSIGNED_METRIC
 from lagwatch.vocabulary import BROKER_EVENT_METRICS, TARGET_SOURCES, Source
 from spark_jobs import packed
-from spark_jobs.lag import LAG_METRICS, LAG_SOURCES
+from spark_jobs.lag.pairing import LAG_METRICS, LAG_SOURCES
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
 from spark_jobs.windows import SERIES_COLUMNS
 
@@ -190,7 +190,7 @@ class SeriesRoutes(NamedTuple):
     pkey: np.ndarray
     role: np.ndarray
     series_key: pa.Array
-    #: whether the series is one of a broker event metric (``broker_events.py``)
+    #: whether the series is one of a broker event metric (``lag/broker_events.py``)
     broker_event: np.ndarray
 
 

@@ -174,10 +174,10 @@ def test_a_selection_of_an_unregistered_name_fails_at_import() -> None:
 
 def test_status_order_has_one_home() -> None:
     from alerts import evaluate
-    from spark_jobs import lag_status
+    from spark_jobs.lag import group
 
     assert vocabulary.STATUS_ORDER == ("OK", "WARN", "REWIND", "STALL", "STOP", "ERR", "LOSS")
-    assert lag_status.STATUS_SEVERITY is vocabulary.STATUS_SEVERITY
+    assert group.STATUS_SEVERITY is vocabulary.STATUS_SEVERITY
     assert evaluate.STATUS_ORDER is vocabulary.STATUS_ORDER
     assert set(charts.STATUS_COLOURS) == set(vocabulary.STATUS_ORDER)
     assert charts.STATUSES_WORST_FIRST[0] == "LOSS"
@@ -187,7 +187,8 @@ def test_status_order_has_one_home() -> None:
 
 def test_group_status_is_the_worst_partition_by_the_vocabulary_order() -> None:
     """REWIND outranks WARN though it sorts after it alphabetically: the order is the vocabulary's."""
-    from spark_jobs.lag_status import PartitionReport, summarize_group
+    from spark_jobs.lag.group import summarize_group
+    from spark_jobs.lag.tracker import PartitionReport
 
     def report(status: str) -> PartitionReport:
         measured = (1, 10, 20, 10, 10, None, None, None, "unknown", None, 0.0, None, None)

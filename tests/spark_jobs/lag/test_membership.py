@@ -14,8 +14,8 @@ import pytest
 
 from lagwatch.config import LagConfig
 from lagwatch.membership import GROUP_METRICS, GROUP_STATE_CODE
-from spark_jobs.lag_status import Membership
-from spark_jobs.membership import BatchReadings, GroupMembership, decode, encode
+from spark_jobs.lag.membership import BatchReadings, GroupMembership, decode, encode
+from spark_jobs.lag.rules import Membership
 from tests.spark_jobs.conftest import parsed_sample, run_rollups
 
 ADMIN = {"source": "admin", "group_id": "g"}

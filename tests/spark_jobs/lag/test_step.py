@@ -14,7 +14,7 @@ import pytest
 
 from lagwatch.config import LagConfig
 from lagwatch.lake import TABLES
-from spark_jobs.lag import pair_observations
+from spark_jobs.lag.pairing import pair_observations
 from tests.spark_jobs.conftest import newest_by_key, parsed_sample, run_rollups
 
 TABLES_UNDER_TEST = ("metrics_10s", "metrics_1m", "lag_1m", "group_status")

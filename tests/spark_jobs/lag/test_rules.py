@@ -1,38 +1,15 @@
-"""Lag judgement without Spark: time lag interpolation, Burrow's statuses, thresholds, group roll-up."""
+"""The status rules: Burrow's statuses, membership as evidence, thresholds, the rules table and its doc."""
 
 from __future__ import annotations
 
-import math
 import random
 
 import pytest
 
 from lagwatch.config import ConfigError, LagConfig, parse_config
-from spark_jobs.lag_status import (
-    MAX_WAITING_HALVES,
-    GroupFacts,
-    Membership,
-    PartitionReport,
-    PartitionTracker,
-    Thresholds,
-    append_history,
-    format_duration,
-    interpolate_time_lag,
-    summarize_group,
-)
-
-PERIOD_MS = 60_000
-
-
-def track(
-    observations: list[tuple[int, int, int]], config: LagConfig | None = None, group: str = "g"
-) -> PartitionReport:
-    """Feed (ts_s, committed, lag) observations to a fresh tracker; report as of the last one."""
-    thresholds = Thresholds.for_group(config or LagConfig(), group)
-    tracker = PartitionTracker()
-    for ts_s, committed, lag in observations:
-        assert tracker.observe(ts_s * 1000, committed, lag, thresholds, PERIOD_MS)
-    return tracker.report(thresholds)
+from spark_jobs.lag.rules import Membership, Thresholds
+from spark_jobs.lag.tracker import PartitionTracker
+from tests.spark_jobs.lag.judging import OWNED, PERIOD_MS, UNOWNED, empty, judged, statuses_with_commits, track
 
 
 def test_caught_up_is_ok_with_zero_time_lag():
@@ -40,33 +17,6 @@ def test_caught_up_is_ok_with_zero_time_lag():
     assert (report.status, report.rule, report.reason) == ("OK", "caught_up", "OK: caught up (lag 0)")
     assert (report.time_lag_s, report.time_lag_method, report.eta_s) == (0.0, "caught_up", 0.0)
     assert (report.committed_offset, report.end_offset, report.lag, report.lag_max) == (150, 150, 0, 5)
-
-
-def test_steady_production_interpolates_time_lag_and_eta():
-    # End offsets 1000, 1150, 1300 (10 records/s); the consumer gains 10 records per 15 s.
-    report = track([(0, 900, 100), (15, 1060, 90), (30, 1220, 80)])
-    # 1220 lies between (15 s, 1150) and (30 s, 1300): reached at 15 + 70/150·15 = 22 s → 8 s ago.
-    assert (report.time_lag_s, report.time_lag_method) == (8.0, "interpolated")
-    assert report.consume_rate == pytest.approx(320 / 30, rel=1e-12)
-    assert report.produce_rate == pytest.approx(10.0, rel=1e-12)
-    assert report.eta_s == pytest.approx(80 / (320 / 30 - 10.0), rel=1e-12)
-    assert report.rate_span_s == 30.0
-    assert (report.status, report.rule, report.reason) == ("OK", "ok", "OK: lag 80, no rule matched")
-
-
-def test_too_short_history_is_unknown_with_reason():
-    report = track([(0, 100, 50)])
-    assert (report.time_lag_s, report.time_lag_method) == (None, "unknown")
-    assert report.reason == "OK: lag 50, no rule matched; time lag unknown: 1 log-end point(s), need 2"
-    assert (report.consume_rate, report.produce_rate, report.eta_s, report.rate_span_s) == (None, None, None, 0.0)
-
-
-def test_committed_offset_older_than_history_is_unknown():
-    report = track([(0, 100, 900), (15, 200, 950)])
-    assert (report.time_lag_s, report.time_lag_method) == (None, "unknown")
-    assert report.reason.endswith(
-        "time lag unknown: committed offset 200 is older than the log-end history (oldest point 1000 at 00:00:00)"
-    )
 
 
 def test_stop_when_the_offset_stands_still_for_longer_than_stop_after_s():
@@ -131,92 +81,6 @@ def test_unknown_threshold_key_is_a_config_error():
         parse_config({"lag": {"group_thresholds": {"g": {"warn_lagg": 5}}}}, environ={})
 
 
-def test_duplicate_and_out_of_order_observations_are_ignored():
-    thresholds = Thresholds.for_group(LagConfig(), "g")
-    tracker = PartitionTracker()
-    assert tracker.observe(15_000, 100, 10, thresholds, PERIOD_MS)
-    assert not tracker.observe(15_000, 100, 10, thresholds, PERIOD_MS)
-    assert not tracker.observe(5_000, 90, 10, thresholds, PERIOD_MS)
-    assert tracker.window_ts == [15_000]
-
-
-def test_lag_max_is_per_one_minute_window():
-    report = track([(50, 100, 70), (55, 110, 90), (65, 120, 40), (70, 130, 30)])
-    assert (report.lag, report.lag_max) == (30, 40)
-
-
-def test_history_compresses_flat_runs_resets_on_truncation_and_stays_bounded():
-    ts: list[int] = []
-    end: list[int] = []
-    for t, e in [(1, 10), (2, 10), (3, 10), (4, 10), (5, 20)]:
-        append_history(ts, end, t, e, max_points=100)
-    assert (ts, end) == ([1, 4, 5], [10, 10, 20])
-    append_history(ts, end, 6, 5, max_points=100)  # end went back: partition recreated
-    assert (ts, end) == ([6], [5])
-    for t in range(7, 300):
-        append_history(ts, end, t, t * 10, max_points=8)
-    assert len(ts) <= 8
-    assert ts[-1] == 299 and ts[0] == 6  # recent point exact, oldest point kept: history still reaches back
-    assert end == sorted(end)
-
-
-def test_time_lag_is_never_nan_or_infinite():
-    rng = random.Random(7)
-    for _ in range(300):
-        thresholds = Thresholds.for_group(LagConfig(history_points=6), "g")
-        tracker = PartitionTracker()
-        committed, end = 0, 0
-        for step in range(40):
-            end += rng.choice([0, 0, 1, 5, 1000])
-            committed = rng.choice([committed, min(end, committed + rng.randint(0, 50)), max(0, committed - 30)])
-            tracker.observe(step * 15_000, committed, end - committed, thresholds, PERIOD_MS)
-            report = tracker.report(thresholds)
-            for number in (report.time_lag_s, report.consume_rate, report.produce_rate, report.eta_s):
-                assert number is None or (math.isfinite(number) and number >= 0)
-            assert (report.time_lag_s is None) == (report.time_lag_method == "unknown")
-
-
-def test_interpolation_uses_the_last_point_of_a_flat_run():
-    # End stayed at 500 until 40 s, then reached 600 at 50 s: offset 500 existed only after 40 s.
-    result = interpolate_time_lag([0, 40_000, 50_000], [500, 500, 600], 500, 100, 50_000, 2)
-    assert (result.seconds, result.method) == (10.0, "interpolated")
-
-
-def test_group_takes_its_worst_partition():
-    stop = track([(minute * 60, 500, 100) for minute in range(12)])
-    ok = track([(0, 100, 0)])
-    warn = track([(0, 100, 10), (15, 200, 20), (30, 300, 30)], LagConfig(window_s=60))
-    summary = summarize_group([("t2", 0, ok), ("t1", 1, stop), ("t1", 0, warn)])
-    assert (summary.status, summary.rule) == ("STOP", "stop")
-    assert summary.reason == f"{stop.reason} [t1/1]; 2 of 3 partitions not OK; hot partition t1/1 has 77% of the lag"
-    assert (summary.total_lag, summary.max_lag, summary.partitions, summary.topics) == (130, 100, 3, "t1,t2")
-    assert summary.max_time_lag_s == max(r.time_lag_s for r in (stop, ok, warn) if r.time_lag_s is not None)
-
-
-def test_format_duration():
-    assert [format_duration(s) for s in (45, 600, 150, 3900)] == ["45s", "10m", "2m30s", "1h05m"]
-
-
-# -- with the commit log: every commit with its commit time ----------------------------------------
-
-
-def statuses_with_commits(
-    observations: list[tuple[int, int, int]], commits: list[tuple[int, int]], config: LagConfig
-) -> list[PartitionReport]:
-    """Feed (ts_s, committed, lag) observations and (ts_s, offset) commits in time order; a report per observation."""
-    thresholds = Thresholds.for_group(config, "g")
-    tracker = PartitionTracker()
-    events = sorted([(ts, 0, value) for ts, value in commits] + [(ts, 1, (c, lag)) for ts, c, lag in observations])
-    reports = []
-    for ts_s, is_observation, value in events:
-        if is_observation:
-            assert tracker.observe(ts_s * 1000, value[0], value[1], thresholds, PERIOD_MS)
-            reports.append(tracker.report(thresholds))
-        else:
-            assert tracker.commit(ts_s * 1000, value, thresholds)
-    return reports
-
-
 def test_a_rewind_undone_between_two_observations_is_rewind_even_when_caught_up():
     reports = statuses_with_commits(
         [(0, 1000, 200), (15, 1200, 0)], [(5, 1000), (7, 500), (9, 1000), (12, 1200)], LagConfig(window_s=60)
@@ -252,27 +116,6 @@ def test_a_consumer_that_stops_committing_is_stop_and_never_stall_on_the_way():
     )
 
 
-def test_commits_read_twice_or_late_are_placed_in_time_order():
-    thresholds = Thresholds.for_group(LagConfig(window_s=60), "g")
-    tracker = PartitionTracker()
-    assert tracker.commit(10_000, 5, thresholds)
-    assert not tracker.commit(10_000, 5, thresholds)  # the same commit read again
-    assert tracker.commit(4_000, 3, thresholds)  # late, still within the window
-    assert tracker.observe(100_000, 5, 1, thresholds, PERIOD_MS)
-    assert not tracker.commit(30_000, 4, thresholds)  # older than the window
-    assert (tracker.commit_ts, tracker.commit_offset) == ([10_000], [5])  # the newest is always kept
-    restored = PartitionTracker.from_state(tracker.to_state())
-    assert (restored.commit_ts, restored.commit_offset) == ([10_000], [5])
-    assert PartitionTracker.from_state(tracker.to_state()[:8]).commit_ts == []  # state saved before commits
-
-
-def test_falling_behind_has_no_eta_not_zero():
-    # The producer adds 20 records/s, the consumer commits 10/s: lag grows, no time to catch up.
-    report = track([(0, 1000, 100), (15, 1150, 250), (30, 1300, 400)])
-    assert (report.consume_rate, report.produce_rate) == (10.0, 20.0)
-    assert (report.eta_s, report.rate_span_s) == (None, 30.0)
-
-
 def test_caught_up_on_a_quiet_topic_stays_ok_however_long_it_has_not_committed():
     # One commit at 0 s, then two hours of 15 s cycles with no new record: never STOP or STALL.
     config = LagConfig(window_s=60)
@@ -303,19 +146,6 @@ def test_a_record_landing_after_hours_of_quiet_is_not_stop_until_it_stays_unread
     )
 
 
-def test_a_half_observation_waits_for_its_partner_bounded():
-    tracker = PartitionTracker()
-    for ts in range(1, 21):  # 20 committed halves whose lag never comes
-        tracker.wait_half(ts * 1000, False, 100.0 + ts, keep_ms=60_000)
-    assert len(tracker.waiting_halves) == MAX_WAITING_HALVES
-    assert tracker.take_half(20_000, True) is None  # wrong kind
-    assert tracker.take_half(20_000, False) == 120.0 and tracker.take_half(20_000, False) is None
-    tracker.wait_half(200_000, True, 5.0, keep_ms=60_000)  # older halves fall out of the window
-    assert tracker.waiting_halves == [(200_000, True, 5.0)]
-    assert PartitionTracker.from_state(tracker.to_state()).waiting_halves == [(200_000, True, 5.0)]
-    assert tracker.last_seen_ms == 200_000  # a waiting half keeps the partition in the state
-
-
 def test_committed_offset_below_the_log_start_is_loss_with_the_records_deleted_unread():
     thresholds = Thresholds.for_group(LagConfig(window_s=60), "g")
     tracker = PartitionTracker()
@@ -332,33 +162,6 @@ def test_committed_offset_below_the_log_start_is_loss_with_the_records_deleted_u
     assert report.reason.startswith("LOSS: 30 records deleted unread (committed offset 150 < log start 180)")
     assert (report.retention_margin, report.retention_margin_s) == (-30, 0.0)
     assert PartitionTracker.from_state(tracker.to_state()).log_start_offset == 180
-
-
-# -- membership as evidence --------------------------------------------------------------------------
-
-
-def judged(
-    observations: list[tuple[int, int, int]],
-    membership: Membership | None,
-    config: LagConfig | None = None,
-    commits: list[tuple[int, int]] = (),
-) -> PartitionReport:
-    """Observations (ts_s, committed, lag) and commits (ts_s, offset); the newest judged with `membership`."""
-    thresholds = Thresholds.for_group(config or LagConfig(), "g")
-    tracker = PartitionTracker()
-    for ts_s, offset in commits:
-        tracker.commit(ts_s * 1000, offset, thresholds)
-    for ts_s, committed, lag in observations:
-        assert tracker.observe(ts_s * 1000, committed, lag, thresholds, PERIOD_MS)
-    return tracker.report(thresholds, membership)
-
-
-OWNED = Membership(empty_cycles=0, empty_since_ms=-1, owner="app-1 on /10.0.0.1")
-UNOWNED = Membership(empty_cycles=0, empty_since_ms=-1, owner=None)
-
-
-def empty(cycles: int, since_s: int) -> Membership:
-    return Membership(empty_cycles=cycles, empty_since_ms=since_s * 1000, owner=None)
 
 
 def test_a_group_empty_for_two_cycles_with_no_commit_since_is_stop_at_once():
@@ -426,21 +229,6 @@ def test_a_partition_that_commits_once_a_minute_gets_twice_that_before_stop():
     assert "> 2 x usual gap 1m (last commit at 00:03:00" in later.reason
 
 
-def test_the_group_reason_names_owner_hot_partition_and_rebalances():
-    stalled = judged([(0, 100, 900), (15, 100, 910)], OWNED)
-    quiet = judged([(0, 100, 10), (15, 110, 10)], OWNED)
-    facts = GroupFacts(
-        owner_of={("t", 0): "app-1 on /10.0.0.1", ("t", 1): "app-2 on /10.0.0.2"}.get, rebalances=3, window_s=300
-    )
-    summary = summarize_group([("t", 0, stalled), ("t", 1, quiet), ("t", 2, quiet)], facts)
-    assert summary.status == "STALL"
-    assert summary.reason == (
-        f"{stalled.reason} [t/0]; 1 of 3 partitions not OK; hot partition t/0 has 98% of the lag; 3 rebalances in 5m"
-    )
-    ok = summarize_group([("t", 1, quiet), ("t", 2, quiet)], facts)
-    assert ok.reason == "OK: lag 10, no rule matched [t/1, owner app-2 on /10.0.0.2]; 3 rebalances in 5m"
-
-
 def test_a_cycle_without_owner_readings_claims_nothing_about_owners():
     # DescribeGroups off: ListGroups gives the state, nobody says who owns what.
     observations = [(ts, 300, 100 + ts) for ts in range(0, 46, 15)]
@@ -466,3 +254,13 @@ def test_a_consumer_falling_behind_is_warn_after_min_window_points_not_a_whole_w
     assert statuses[-2:] == ["WARN", "WARN"], statuses  # the 3rd observation of the rise
     report = track([*healthy, *slow], config)
     assert report.rule == "lag_rising" and "of what was produced)" in report.reason
+
+
+def test_docs_rules_table_is_generated_from_the_rules_table():
+    from spark_jobs.lag import rules
+    from tests.fixtures.processes import ROOT
+
+    text = (ROOT / "docs" / "rollups.md").read_text()
+    assert rules.render_docs(text) == text, "docs/rollups.md is stale: run `python -m spark_jobs.lag.rules`"
+    for rule in rules.RULES:
+        assert f"| {rule.status} | {rule.id} | {rule.when} |" in text

@@ -3,7 +3,7 @@
 Input: the samples of the broker event metrics (``lagwatch.vocabulary.BROKER_EVENTS``), from
 the JMX sources (per broker) and the admin source (cluster-wide, no broker label). A group's
 lag state lives in its group's bucket and a metric sample in its series' bucket, so
-``route.py`` sends a copy of each of these samples (role BROKER) to every bucket; they are
+``spark_jobs/route.py`` sends a copy of each of these samples (role BROKER) to every bucket; they are
 a handful per broker and cycle. Every bucket keeps the same state from them.
 
 Events:
@@ -20,10 +20,10 @@ State: each series' newest (ts, value) and each cluster's events of the last ``k
 most MAX_EVENTS), as plain dicts, lists and tuples (they pickle at C speed). A sample not newer
 than its series' newest is a repeat and changes nothing.
 
-:func:`describe` says a cluster's events in a time range as one short clause, per broker and
-metric: the worst value (gauges) or the sum of increases (counters), and the first time.
-:func:`annotate_reasons` appends it to the reason of each group_status row that is not OK,
-over the lag window up to the row's ``updated_at``.
+:func:`describe` sums up a cluster's events in a time range per broker and metric (the worst
+value of a gauge or the sum of a counter's increases, and the first time) as one clause
+(phrased by ``reasons.py``); a group_status reason that is not OK ends with the clause of the
+lag window up to the row's ``updated_at`` (``group.py``).
 """
 
 from __future__ import annotations
@@ -31,27 +31,23 @@ from __future__ import annotations
 import pickle
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
-from functools import cache
 from operator import itemgetter
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from lagwatch.vocabulary import ABOVE_ZERO, BECAME_ONE, BROKER_EVENTS, INCREASE, STATUS_ORDER, BrokerEvent
-from spark_jobs.lag_status import format_clock, format_number
+from lagwatch.vocabulary import ABOVE_ZERO, BECAME_ONE, BROKER_EVENTS, INCREASE, BrokerEvent
+from spark_jobs.lag import reasons
 from spark_jobs.windows import Columns, series_labels
 
 #: Events kept per cluster, newest first: bounds the state when many brokers are in trouble
 #: for a long time (a gauge above 0 is one event per sample).
 MAX_EVENTS = 4096
-#: Brokers a clause names at most (cluster-wide first, then by number); the rest are counted.
-MAX_BROKERS = 5
 #: An event: (ts ms, broker or None for cluster-wide, metric, value or increase, source).
 Event = tuple[int, str | None, str, float, str]
 _EVENT_BY_METRIC: dict[str, BrokerEvent] = {event.metric: event for event in BROKER_EVENTS}
 _METRIC_ORDER: dict[str, int] = {event.metric: rank for rank, event in enumerate(BROKER_EVENTS)}
-_HEALTHY = STATUS_ORDER[0]
 _LABELS: tuple[str, ...] = ("cluster", "source", "metric", "broker")
 _ts = itemgetter(0)
 
@@ -159,10 +155,9 @@ def describe(events: list[Event], start_ms: int, end_ms: int) -> str | None:
     """The events in [start_ms, end_ms] as one clause, or None when there were none, e.g.
     ``broker 1: 3 under-replicated partitions at 10:02:15, 2 ISR shrinks from 10:02:15``.
 
-    Per broker (cluster-wide first, at most MAX_BROKERS, the rest counted) and metric: the worst
-    value of a gauge, the sum of a counter's increases, and the first time. Where two sources
-    report the same broker (JMX and a Prometheus exporter), the one with the larger figure
-    counts, not their sum.
+    Per broker (cluster-wide first, then by number) and metric: the worst value of a gauge, the
+    sum of a counter's increases, and the first time. Where two sources report the same broker
+    (JMX and a Prometheus exporter), the one with the larger figure counts, not their sum.
     """
     found = events[bisect_left(events, start_ms, key=_ts) : bisect_right(events, end_ms, key=_ts)]
     if not found:
@@ -181,15 +176,16 @@ def describe(events: list[Event], start_ms: int, end_ms: int) -> str | None:
         best = chosen.get((broker, metric))
         if best is None or (total[0], -total[2]) > (best[0], -best[2]):
             chosen[(broker, metric)] = total
-    by_broker: dict[str | None, list[str]] = {}
+    by_broker: dict[str | None, list[reasons.EventFigures]] = {}
     for broker, metric in sorted(chosen, key=lambda key: (_broker_order(key[0]), _METRIC_ORDER[key[1]])):
-        by_broker.setdefault(broker, []).append(_phrase(_EVENT_BY_METRIC[metric], *chosen[(broker, metric)]))
-    named = [
-        f"{'cluster' if broker is None else f'broker {broker}'}: {', '.join(phrases)}"
-        for broker, phrases in list(by_broker.items())[:MAX_BROKERS]
-    ]
-    more = len(by_broker) - MAX_BROKERS
-    return "; ".join(named) + (f"; {more} more broker{'s' if more > 1 else ''} with events" if more > 0 else "")
+        by_broker.setdefault(broker, []).append((_EVENT_BY_METRIC[metric], *chosen[(broker, metric)]))
+    return reasons.broker_events(list(by_broker.items()))
+
+
+def window_clause(state: BrokerEvents, cluster: str, end_ms: int, window_ms: int) -> str | None:
+    """The cluster's events of the lag window up to ``end_ms`` as one clause (None: none)."""
+    events = state.events.get(cluster)
+    return describe(events, end_ms - window_ms, end_ms) if events else None
 
 
 def _broker_order(broker: str | None) -> tuple[int, int, str]:
@@ -197,29 +193,3 @@ def _broker_order(broker: str | None) -> tuple[int, int, str]:
     if broker is None:
         return (0, 0, "")
     return (1, int(broker), "") if broker.isascii() and broker.isdigit() else (2, 0, broker)
-
-
-def _phrase(event: BrokerEvent, amount: float, least: float, first_ms: int, samples: int) -> str:
-    """`3 under-replicated partitions at 10:02:15`, `up to 5 … from …`, `became the active controller at …`."""
-    when = f"at {format_clock(first_ms)}" if samples == 1 else f"from {format_clock(first_ms)}"
-    if event.rule == BECAME_ONE:
-        return f"{event.noun} {when}" if samples == 1 else f"{event.noun} {samples} times {when}"
-    noun = event.noun if amount == 1 else f"{event.noun}s"
-    up_to = "up to " if event.rule == ABOVE_ZERO and least != amount else ""
-    return f"{up_to}{format_number(amount)} {noun} {when}"
-
-
-def annotate_reasons(group_rows: Columns, state: BrokerEvents, window_ms: int) -> None:
-    """Append the cluster's broker events of [updated_at − window_ms, updated_at] to the reason
-    of every group_status row (``lag.GROUP_STATUS_COLUMNS`` arrays) whose status is not OK."""
-    if not group_rows or not state.events:
-        return
-    troubled = np.flatnonzero(group_rows["status"] != _HEALTHY)
-    if not len(troubled):
-        return
-    clause = cache(lambda cluster, end_ms: describe(state.events.get(cluster, []), end_ms - window_ms, end_ms))
-    reasons = group_rows["reason"]
-    for row in troubled.tolist():
-        text = clause(group_rows["cluster"][row], int(group_rows["updated_at"][row]))
-        if text is not None:
-            reasons[row] = text if reasons[row] is None else f"{reasons[row]}; {text}"

@@ -11,7 +11,6 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -22,8 +21,11 @@ from lagwatch.config import Config, LagConfig
 from lagwatch.kafka import ensure_topic, transport_client_config
 from lagwatch.samples import make_sample
 from lagwatch.vocabulary import BROKER_EVENT_METRICS
-from spark_jobs import broker_events, route
-from spark_jobs.lag_status import format_clock
+from spark_jobs import route
+from spark_jobs.lag import broker_events, reasons
+from spark_jobs.lag.group import GroupFacts, summarize_group
+from spark_jobs.lag.reasons import format_clock
+from spark_jobs.lag.tracker import PartitionReport
 from spark_jobs.rollups import METRIC_INPUTS
 from spark_jobs.windows import SERIES_COLUMNS
 from tests.fixtures.jmx_double import JmxDouble
@@ -131,11 +133,11 @@ def test_the_clause_covers_only_its_time_range_and_counts_each_broker_on_its_own
 
 
 def test_a_clause_names_at_most_max_brokers_and_counts_the_rest():
-    brokers = [str(b) for b in range(broker_events.MAX_BROKERS + 3)]
+    brokers = [str(b) for b in range(reasons.MAX_BROKERS + 3)]
     state = folded([sample(T0, "offline_partitions", 1, b) for b in brokers])
     text = clause(state)
     assert text is not None and text.endswith("; 3 more brokers with events")
-    assert text.count("1 offline partition at 10:02:00") == broker_events.MAX_BROKERS
+    assert text.count("1 offline partition at 10:02:00") == reasons.MAX_BROKERS
 
 
 def test_two_sources_of_one_broker_are_not_added_up():
@@ -161,22 +163,30 @@ def test_the_state_forgets_what_is_older_than_keep_ms_and_holds_at_most_max_even
     assert state.events["prod"][-1][0] == T0 + 4999 * 100, "the newest kept"
 
 
-def test_annotate_appends_the_clause_to_every_row_that_is_not_ok_of_its_cluster():
+def test_the_group_reason_ends_with_the_clause_when_not_ok_of_its_cluster():
     state = folded(
         [sample(T0, "under_replicated_partitions", 3), sample(T0, "under_replicated_partitions", 4, cluster="other")]
     )
-    rows = {
-        "cluster": np.array(["prod", "prod", "prod", "quiet"], object),
-        "status": np.array(["WARN", "OK", "STOP", "STOP"], object),
-        "reason": np.array(["WARN: lag 90 > warn_lag 5", "OK: caught up (lag 0)", "STOP: x", "STOP: y"], object),
-        "updated_at": np.array([T0 + 60_000, T0 + 60_000, T0 + 700_000, T0 + 60_000], object),
-    }
-    broker_events.annotate_reasons(rows, state, window_ms=600_000)
-    assert rows["reason"].tolist() == [
-        "WARN: lag 90 > warn_lag 5; broker 1: 3 under-replicated partitions at 10:02:00",
-        "OK: caught up (lag 0)",
-        "STOP: x",  # the event is older than one window before updated_at
-        "STOP: y",  # a cluster without events
+
+    def group_reason(cluster: str, status: str, reason: str, updated_at: int) -> str:
+        """A one-partition group's reason, as the lag step composes it with the cluster's broker events."""
+        measured = (updated_at, 10, 20, 10, 10, None, None, None, "unknown", None, 0.0, None, None)
+        report = PartitionReport(*measured, status, status.lower(), reason)
+        facts = GroupFacts(broker_events=lambda: broker_events.window_clause(state, cluster, updated_at, 600_000))
+        return summarize_group([("t", 0, report)], facts).reason
+
+    reasons_by_row = [
+        group_reason("prod", "WARN", "WARN: lag 90 > warn_lag 5", T0 + 60_000),
+        group_reason("prod", "OK", "OK: caught up (lag 0)", T0 + 60_000),
+        group_reason("prod", "STOP", "STOP: x", T0 + 700_000),
+        group_reason("quiet", "STOP", "STOP: y", T0 + 60_000),
+    ]
+    assert reasons_by_row == [
+        "WARN: lag 90 > warn_lag 5 [t/0]; 1 of 1 partitions not OK; "
+        "broker 1: 3 under-replicated partitions at 10:02:00",
+        "OK: caught up (lag 0) [t/0]",
+        "STOP: x [t/0]; 1 of 1 partitions not OK",  # the event is older than one window before updated_at
+        "STOP: y [t/0]; 1 of 1 partitions not OK",  # a cluster without events
     ]
 
 

@@ -1,7 +1,7 @@
 """Consumer-group membership in the stream: who owns each partition, the group's state and
-member count, and the rebalances seen; kept beside the group's lag state (same bucket, ``lag.py``).
+member count, and the rebalances seen; kept beside the group's lag state (same bucket, ``step.py``).
 
-Input, routed to the group's bucket by ``route.py``: the admin collector's `partition_assigned`
+Input, routed to the group's bucket by ``spark_jobs/route.py``: the admin collector's `partition_assigned`
 samples (one per owned partition and cycle, labelled with the owner: member_id, client_id,
 host) and the group's `consumer_group_state` / `consumer_group_members` samples.
 
@@ -42,7 +42,7 @@ from lagwatch.membership import (
     UNKNOWN_CODE,
     group_state_name,
 )
-from spark_jobs.lag_status import Membership
+from spark_jobs.lag.rules import Membership
 from spark_jobs.windows import series_labels
 
 GroupKey = tuple[str, str]

@@ -1,0 +1,354 @@
+"""The operator's lag step: a batch of lag samples in, lag_1m rows per group-partition and
+group_status rows per group out (``rollups.py`` runs it in the job's one stateful operator).
+
+Input: the admin collector's `committed_offset` and `consumer_lag` samples, paired into
+observations (``pairing.py``); the commit log's commits; the per-group log start
+(`group_log_start_offset`, read in the cycle of the committed offset: each partition keeps its
+newest one, for LOSS and the retention margin); and the membership samples (``membership.py``).
+`log_end_offset` samples are per partition, not per group, and need no pairing: the end offset
+is already implied here.
+
+State is kept per (cluster, group) — all partitions of a group in one place, so a group's
+status is computed from every partition's newest state even when one micro-batch carries only
+some of them. Groups are hashed into ``STATE_BUCKETS`` buckets (one Python call per bucket,
+not per group: see windows.py for why); a bucket's state is a pickled dict of
+:class:`~spark_jobs.lag.tracker.PartitionTracker` state tuples keyed by group, then
+(topic, partition) (:func:`encode_groups` / :func:`decode_groups`). Membership lives in the
+same bucket: each report is judged with its cycle's membership as evidence
+(``_Rows.evidence``; the rules are in ``rules.py``), and the owner, the group's state, member
+count and rebalances join the rows.
+
+Rows are keyed by the lake's column names (``lagwatch.lake.TABLES``) and checked against them
+(``lake.row_columns``): a declared column a row lacks is an error, never a silent NULL.
+Per batch: one lag_1m row per group-partition and 1-minute window that received an observation
+(values as of the newest observation in that window), and one group_status row per group
+touched, as of its newest window (window_start = that minute, updated_at = the newest
+observation's time, so a status is never stamped in the future). A group-partition not
+observed for ``2 × lag.window_s`` leaves the state (topic deleted, group no longer committing
+to it); until then it still counts in its group's status, so an empty group that stopped
+consuming keeps being evaluated.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from collections.abc import Callable, Iterable, Sequence
+from functools import cache, partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from lagwatch import lake
+from lagwatch.config import LagConfig
+from lagwatch.vocabulary import GROUP_LOG_START_METRIC
+from spark_jobs.lag import broker_events, membership
+from spark_jobs.lag.group import GroupFacts, summarize_group
+from spark_jobs.lag.pairing import (
+    LAG_METRICS,
+    PAIR_LABELS,
+    GroupTracks,
+    pair_across_batches,
+    pair_in_batch,
+    split_commits,
+)
+from spark_jobs.lag.rules import Membership, Thresholds
+from spark_jobs.lag.tracker import PartitionReport, PartitionTracker
+from spark_jobs.windows import series_labels
+
+log = logging.getLogger(__name__)
+
+PERIOD_MS = 60_000
+#: A row of a lake table, keyed by its column names (lagwatch.lake.TABLES).
+Row = dict[str, Any]
+
+
+def encode_groups(groups: dict[tuple[str, str], GroupTracks]) -> bytes:
+    plain = {key: {where: track.to_state() for where, track in tracks.items()} for key, tracks in groups.items()}
+    return pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def decode_groups(blob: bytes) -> dict[tuple[str, str], GroupTracks]:
+    plain = pickle.loads(blob)
+    return {
+        key: {where: PartitionTracker.from_state(saved) for where, saved in tracks.items()}
+        for key, tracks in plain.items()
+    }
+
+
+def update_lag(
+    samples: pd.DataFrame,
+    groups: dict[tuple[str, str], GroupTracks],
+    memberships: dict[tuple[str, str], membership.GroupMembership],
+    lag_config: LagConfig,
+    watermark_ms: int,
+    events: broker_events.BrokerEvents | None = None,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Fold a batch into the groups' trackers and membership (in place); return (lag_1m, group_status)
+    columns. ``events``: the bucket's broker events, named in the reason of a group that is not OK."""
+    metric = series_labels(samples["series_key"].to_numpy(), ("metric",))["metric"]
+    is_start = metric == GROUP_LOG_START_METRIC  # per partition state, not a membership reading
+    is_offset = np.isin(metric, LAG_METRICS) & ~is_start
+    keep_ms = max(lag_config.window_ms, PERIOD_MS)
+    readings = membership.fold_readings(samples[~(is_offset | is_start)], memberships, keep_ms)
+    cycle_samples, cycle_labels, commit_rows = split_commits(samples[is_offset])
+    observations, halves = pair_in_batch(cycle_samples, cycle_labels)
+    observations = pair_across_batches(observations, halves, groups, keep_ms)
+    commits = _commits_by_partition(commit_rows)
+    _fold_log_starts(samples[is_start], groups)
+    keys = ["cluster", "group_id", "topic", "partition"]
+    codes = observations["pkey"].to_numpy(np.int64)
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.empty(0, int)
+    ends = np.r_[starts[1:], len(codes)] if len(codes) else starts
+    cluster, group_id, topic, partition, ts, committed, lag = (
+        observations[c].tolist() for c in (*keys, "ts", "committed", "lag")
+    )
+    rows = _Rows(memberships, readings, events, lag_config.window_ms)
+    thresholds_of: dict[str, Thresholds] = {}
+
+    def thresholds_for(group: str) -> Thresholds:
+        return thresholds_of.get(group) or thresholds_of.setdefault(group, Thresholds.for_group(lag_config, group))
+
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        group_key, where = (cluster[start], group_id[start]), (topic[start], int(partition[start]))
+        track = groups.setdefault(group_key, {}).setdefault(where, PartitionTracker())
+        observed = zip(ts[start:end], committed[start:end], lag[start:end], strict=True)
+        partition_commits = commits.pop((*group_key, *where), [])
+        evidence = partial(rows.evidence, group_key, where)
+        for report in fold_observations(track, thresholds_for(group_key[1]), observed, partition_commits, evidence):
+            rows.add_partition(group_key, where, report)
+    for (cluster_name, group, topic_name, number), partition_commits in commits.items():  # no observation here
+        track = groups.setdefault((cluster_name, group), {}).setdefault((topic_name, number), PartitionTracker())
+        for commit_ts, offset in partition_commits:
+            track.commit(commit_ts, offset, thresholds_for(group))
+    rows.add_late_readings(groups, thresholds_for)
+    group_rows = [_group_row(key, groups[key], period, lag_config, rows) for key, period in rows.newest_period.items()]
+    _forget_silent(groups, memberships, watermark_ms, lag_config)
+    return _columns("lag_1m", rows.partition_rows), _columns("group_status", group_rows)
+
+
+class _Rows:
+    """The lag_1m rows of a batch, each partition's newest report and each group's newest window."""
+
+    def __init__(
+        self,
+        memberships: dict[tuple[str, str], membership.GroupMembership],
+        readings: membership.BatchReadings,
+        events: broker_events.BrokerEvents | None,
+        window_ms: int,
+    ) -> None:
+        self.memberships = memberships
+        self.readings = readings
+        self.partition_rows: list[Row] = []
+        self.broker_clause: Callable[[str, int], str | None] = (
+            cache(partial(_broker_clause, events, window_ms)) if events is not None else _no_clause
+        )
+        self.newest_period: dict[tuple[str, str], int] = {}
+        self.reports: dict[tuple[str, str, str, int], PartitionReport] = {}
+
+    def evidence(self, group_key: tuple[str, str], where: tuple[str, int], ts_ms: int) -> Membership | None:
+        """The membership reading of the cycle at ts_ms, for the judgement (None: no reading)."""
+        owned = self.memberships.get(group_key)
+        return owned.evidence(where, ts_ms, self.readings, group_key) if owned is not None else None
+
+    def add_partition(self, group_key: tuple[str, str], where: tuple[str, int], report: PartitionReport) -> None:
+        period = report.ts_ms - report.ts_ms % PERIOD_MS
+        owned = self.memberships.get(group_key)
+        owner = owned.owner_at(where, report.ts_ms, self.readings, group_key) if owned is not None else None
+        changes = owned.owner_changes(where, period, report.ts_ms) if owned is not None else 0
+        self.partition_rows.append(_partition_row(group_key, where, report, owner or (None, None, None), changes))
+        self.newest_period[group_key] = max(self.newest_period.get(group_key, period), period)
+        self.reports[(*group_key, *where)] = report
+
+    def add_late_readings(
+        self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: Callable[[str], Thresholds]
+    ) -> None:
+        """Rows again where this batch brought the readings of a cycle whose observation an
+        earlier batch already wrote: the partition's owner, or the group's state and members."""
+        for group_key, wheres in self.readings.touched_partitions.items():
+            for where, stamps in wheres.items():
+                track = groups.get(group_key, {}).get(where)
+                if track is not None and (*group_key, *where) not in self.reports and track.last_ts_ms in stamps:
+                    evidence = self.evidence(group_key, where, track.last_ts_ms)
+                    self.add_partition(group_key, where, track.report(thresholds_for(group_key[1]), evidence))
+        for group_key, stamps in self.readings.touched_groups.items():
+            tracks = groups.get(group_key)
+            if tracks and group_key not in self.newest_period:
+                newest = max(track.last_ts_ms for track in tracks.values())
+                if newest in stamps:
+                    self.newest_period[group_key] = newest - newest % PERIOD_MS
+
+
+def _broker_clause(events: broker_events.BrokerEvents, window_ms: int, cluster: str, end_ms: int) -> str | None:
+    return broker_events.window_clause(events, cluster, end_ms, window_ms)
+
+
+def _no_clause(_cluster: str, _end_ms: int) -> None:
+    return None
+
+
+def _columns(table: str, rows: list[Row]) -> dict[str, np.ndarray]:
+    """Rows → the table's column arrays (object arrays; rollups.py types them), times stay epoch ms.
+
+    By name against the lake contract: a declared column a row lacks raises (lake.row_columns).
+    """
+    if not rows:
+        return {}
+    return {name: np.array(values, dtype=object) for name, values in lake.row_columns(table, rows).items()}
+
+
+def _fold_log_starts(samples: pd.DataFrame, groups: dict[tuple[str, str], GroupTracks]) -> None:
+    """Each partition keeps its newest log start (before the batch's observations are judged)."""
+    if samples.empty:
+        return
+    labels = series_labels(samples["series_key"].to_numpy(), PAIR_LABELS)
+    columns = (*(labels[name] for name in PAIR_LABELS), samples["ts"].to_numpy(np.int64), samples["value"].to_numpy())
+    for cluster, group, topic, partition, ts, start in zip(*columns, strict=True):
+        track = groups.setdefault((cluster, group), {}).setdefault((topic, int(partition)), PartitionTracker())
+        track.see_log_start(int(ts), round(start))
+
+
+def _commits_by_partition(rows: pd.DataFrame) -> dict[tuple[str, str, str, int], list[tuple[int, int]]]:
+    """(cluster, group, topic, partition) → its commits (ts, offset) in time order."""
+    commits: dict[tuple[str, str, str, int], list[tuple[int, int]]] = {}
+    columns = (rows[name].tolist() for name in (*PAIR_LABELS, "ts", "offset"))
+    for cluster, group, topic, partition, ts, offset in zip(*columns, strict=True):
+        commits.setdefault((cluster, group, topic, int(partition)), []).append((ts, offset))
+    return commits
+
+
+def fold_observations(
+    track: PartitionTracker,
+    thresholds: Thresholds,
+    observations: Iterable[tuple[int, int, int]],
+    commits: Sequence[tuple[int, int]] = (),
+    evidence: Callable[[int], Membership | None] = lambda _ts: None,
+) -> list[PartitionReport]:
+    """Observe in time order, each commit taken before the first observation after it; one
+    report per 1-minute window, taken at its newest observation with that cycle's membership."""
+    reports: list[PartitionReport] = []
+    pending = False
+    next_commit = 0
+    for ts, committed, lag in observations:
+        if ts <= track.last_ts_ms:
+            continue  # duplicate or out of order: see PartitionTracker.observe
+        if pending and ts - ts % PERIOD_MS != track.period_start_ms:
+            reports.append(track.report(thresholds, evidence(track.last_ts_ms)))
+        while next_commit < len(commits) and commits[next_commit][0] <= ts:
+            track.commit(*commits[next_commit], thresholds)
+            next_commit += 1
+        pending = track.observe(ts, committed, lag, thresholds, PERIOD_MS)
+    for commit_ts, offset in commits[next_commit:]:
+        track.commit(commit_ts, offset, thresholds)
+    if pending:
+        reports.append(track.report(thresholds, evidence(track.last_ts_ms)))
+    return reports
+
+
+def _partition_row(
+    group_key: tuple[str, str], where: tuple[str, int], report: PartitionReport, owner: membership.Owner, changes: int
+) -> Row:
+    """A lag_1m row (times in epoch ms): the report, and the partition's owner in its cycle."""
+    period = report.ts_ms - report.ts_ms % PERIOD_MS
+    return {
+        "cluster": group_key[0],
+        "window_start": period,
+        "window_end": period + PERIOD_MS,
+        "group_id": group_key[1],
+        "topic": where[0],
+        "partition": where[1],
+        "committed_offset": report.committed_offset,
+        "end_offset": report.end_offset,
+        "lag": report.lag,
+        "lag_max": report.lag_max,
+        "consume_rate": report.consume_rate,
+        "produce_rate": report.produce_rate,
+        "time_lag_s": report.time_lag_s,
+        "time_lag_method": report.time_lag_method,
+        "eta_s": report.eta_s,
+        "rate_span_s": report.rate_span_s,
+        "retention_margin": report.retention_margin,
+        "retention_margin_s": report.retention_margin_s,
+        "status": report.status,
+        "reason": report.reason,
+        "rule": report.rule,
+        "owner_member_id": owner[0],
+        "owner_client_id": owner[1],
+        "owner_host": owner[2],
+        "owner_changes": changes,
+    }
+
+
+def _group_row(group_key: tuple[str, str], tracks: GroupTracks, period: int, lag_config: LagConfig, rows: _Rows) -> Row:
+    """A group_status row: every partition seen within one window of the group's newest observation.
+
+    Partitions observed in this batch use the report just made; the others are re-judged
+    from their state (so a partition that went quiet still ages towards STOP).
+    """
+    thresholds = Thresholds.for_group(lag_config, group_key[1])
+    newest = max(track.last_ts_ms for track in tracks.values())
+    recent_ms = newest - lag_config.window_ms
+    owned = rows.memberships.get(group_key)
+    reports = [
+        (*where, rows.reports.get((*group_key, *where)) or _rejudge(rows, group_key, where, track, thresholds))
+        for where, track in tracks.items()
+        if track.window_ts and track.last_ts_ms >= recent_ms  # only commits or waiting halves: no report yet
+    ]
+    rebalances = owned.rebalances(recent_ms, newest) if owned is not None else 0
+    facts = GroupFacts(
+        partial(_owner, rows, group_key, tracks),
+        rebalances,
+        lag_config.window_s,
+        partial(rows.broker_clause, group_key[0], newest),
+    )
+    summary = summarize_group(reports, facts)
+    state, members = owned.group_at(newest, rows.readings, group_key) if owned is not None else (None, None)
+    return {
+        "cluster": group_key[0],
+        "group_id": group_key[1],
+        "status": summary.status,
+        "reason": summary.reason,
+        "rule": summary.rule,
+        "total_lag": summary.total_lag,
+        "max_lag": summary.max_lag,
+        "max_time_lag_s": summary.max_time_lag_s,
+        "partitions": summary.partitions,
+        "topics": summary.topics,
+        "group_state": state,
+        "members": members,
+        "rebalances": rebalances,
+        "window_start": period,
+        "updated_at": newest,
+    }
+
+
+def _rejudge(
+    rows: _Rows, group_key: tuple[str, str], where: tuple[str, int], track: PartitionTracker, thresholds: Thresholds
+) -> PartitionReport:
+    """A partition not observed in this batch, judged again as of its newest observation."""
+    return track.report(thresholds, rows.evidence(group_key, where, track.last_ts_ms))
+
+
+def _owner(rows: _Rows, group_key: tuple[str, str], tracks: GroupTracks, where: tuple[str, int]) -> str | None:
+    """The partition's owner in the cycle of its newest observation, as the group's reason names it."""
+    track = tracks.get(where)
+    evidence = rows.evidence(group_key, where, track.last_ts_ms) if track is not None and track.window_ts else None
+    return evidence.owner if evidence is not None else None
+
+
+def _forget_silent(
+    groups: dict[tuple[str, str], GroupTracks],
+    memberships: dict[tuple[str, str], membership.GroupMembership],
+    watermark_ms: int,
+    lag_config: LagConfig,
+) -> None:
+    """Drop partitions not observed (or read) for two windows behind the watermark, then empty groups."""
+    oldest_ms = watermark_ms - 2 * lag_config.window_ms
+    membership.forget_silent(memberships, oldest_ms)
+    for group_key in list(groups):
+        tracks = groups[group_key]
+        for where in [w for w, track in tracks.items() if track.last_seen_ms < oldest_ms]:
+            del tracks[where]
+        if not tracks:
+            del groups[group_key]

@@ -1,0 +1,65 @@
+"""The lag step's rows follow the lake contract by column name: a lag_1m column takes exactly two
+places, its declaration in lagwatch/lake.py and the code that computes it."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+from lagwatch import lake
+from lagwatch.config import LagConfig
+from spark_jobs import route
+from spark_jobs.lag import step
+from tests.spark_jobs.conftest import parsed_sample
+
+T0 = 1_767_261_720_000
+
+
+def lag_frame() -> Any:
+    """One group's lag pairs, owners and state over two cycles, as the operator gets them."""
+    rows = []
+    labels = {"source": "admin", "group_id": "g", "topic": "t"}
+    for cycle in range(2):
+        ts = T0 + cycle * 15_000
+        rows.append(parsed_sample(ts, "consumer_group_state", "gauge", 2, source="admin", group_id="g"))
+        rows.append(parsed_sample(ts, "consumer_group_members", "gauge", 1, source="admin", group_id="g"))
+        for partition in range(2):
+            rows.append(parsed_sample(ts, "committed_offset", "counter", 100 + cycle, partition=partition, **labels))
+            rows.append(parsed_sample(ts, "consumer_lag", "gauge", 5, partition=partition, **labels))
+            owner = {"client_id": "c1", "member_id": "c1-1", "host": "/10.0.0.1"}
+            rows.append(parsed_sample(ts, "partition_assigned", "gauge", 1, partition=partition, **labels, **owner))
+    for row in rows:
+        del row["event_time"]
+    operator, _ = route.operator_rows(pa.Table.from_pylist(rows), None, lag_routing=True)
+    frame = operator.to_pandas()
+    return frame[frame["role"] != route.METRIC]
+
+
+def test_the_lag_step_s_rows_carry_exactly_the_declared_columns():
+    partition_rows, group_rows = step.update_lag(lag_frame(), {}, {}, LagConfig(), 0)
+    assert tuple(partition_rows) == lake.written_columns("lag_1m")
+    assert tuple(group_rows) == lake.written_columns("group_status")
+    assert len(partition_rows["lag"]) == 2 and partition_rows["owner_client_id"].tolist() == ["c1", "c1"]
+
+
+def test_a_row_missing_a_declared_column_fails_naming_table_and_column():
+    row = dict.fromkeys(lake.written_columns("lag_1m"))
+    assert tuple(lake.row_columns("lag_1m", [row])) == lake.written_columns("lag_1m")
+    del row["rate_span_s"]
+    with pytest.raises(ValueError, match=re.escape("lake table 'lag_1m': a row lacks declared column 'rate_span_s'")):
+        lake.row_columns("lag_1m", [row])
+    with pytest.raises(ValueError, match=re.escape("lake table 'lag_1m': a row has undeclared column(s) ['extra']")):
+        lake.row_columns("lag_1m", [dict.fromkeys(lake.written_columns("lag_1m")) | {"extra": 1}])
+
+
+def test_a_column_declared_but_not_computed_fails_the_lag_step(monkeypatch):
+    """A new lag_1m column forgotten in the code that computes it is an error, not a silent NULL."""
+    table = lake.TABLES["lag_1m"]
+    added = dataclasses.replace(table, columns=(*table.columns[:-1], ("new_figure", "DOUBLE"), table.columns[-1]))
+    monkeypatch.setitem(lake.TABLES, "lag_1m", added)
+    with pytest.raises(ValueError, match=re.escape("lake table 'lag_1m': a row lacks declared column 'new_figure'")):
+        step.update_lag(lag_frame(), {}, {}, LagConfig(), 0)
