@@ -426,8 +426,10 @@ def membership_samples(changes: list[GroupChange], make: SampleFactory) -> list[
 
 
 def skipped_samples(ts: int, make: SampleFactory, skipped: Counter[str]) -> list[Sample]:
-    """`commit_log_records_skipped_total` per skipped record type (label client_id = the type)."""
-    return [
+    """`commit_log_records_skipped_total`: all types (no label), and per skipped record type
+    (label client_id = the type)."""
+    total = make(ts=ts, source=SOURCE, metric=SKIPPED_METRIC, kind="counter", value=sum(skipped.values()))
+    return [total] + [
         make(ts=ts, source=SOURCE, metric=SKIPPED_METRIC, kind="counter", value=count, client_id=kind)
         for kind, count in sorted(skipped.items())
     ]

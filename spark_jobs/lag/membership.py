@@ -3,7 +3,8 @@ member count, and the rebalances seen; kept beside the group's lag state (same b
 
 Input, routed to the group's bucket by ``spark_jobs/route.py``: the admin collector's `partition_assigned`
 samples (one per owned partition and cycle, labelled with the owner: member_id, client_id,
-host) and the group's `consumer_group_state` / `consumer_group_members` samples.
+host) and the group's `consumer_group_state` / `consumer_group_members` samples; the same
+metrics from the commit log (source commitlog), at the time of each membership change.
 
 Rules (also in docs/rollups.md):
 
@@ -18,6 +19,11 @@ Rules (also in docs/rollups.md):
 - **Rebalances.** The collector cycles within the lag window (``lag.window_s`` up to
   updated_at) at which the group was PreparingRebalance or CompletingRebalance, its member count
   differed from the previous reading, or any of its partitions changed owner.
+- **The log's word.** A commit-log reading is the coordinator's own record of a change, not a
+  poll that may catch a passing moment: a group the log recorded going Empty counts as empty
+  for ``lag.empty_cycles`` at once (``Membership.logged_empty``), until a reading with members.
+  A log reading newer than the group's newest observation has its group judged again as of
+  that reading (``step.py``), so a group whose last member left is STOP within a trigger.
 - **State.** Per group: each partition's newest owner reading with the times of its owner
   changes, and the newest group reading with the times of its rebalance events, both kept for
   the lag window. A group silent for two windows behind the watermark is forgotten, as its lag
@@ -42,6 +48,7 @@ from lagwatch.membership import (
     UNKNOWN_CODE,
     group_state_name,
 )
+from lagwatch.vocabulary import Source
 from spark_jobs.lag.rules import Membership
 from spark_jobs.windows import series_labels
 
@@ -49,10 +56,11 @@ GroupKey = tuple[str, str]
 Where = tuple[str, int]
 #: member_id, client_id, host
 Owner = tuple[str | None, str | None, str | None]
-_LABELS: tuple[str, ...] = ("cluster", "metric", "group_id", "topic", "partition", "client_id")
+_LABELS: tuple[str, ...] = ("cluster", "source", "metric", "group_id", "topic", "partition", "client_id")
+_LOG_SOURCE = Source.COMMITLOG.value
 #: Slots of an owner reading and of a group reading (plain lists: they pickle at C speed).
 _TS, _MEMBER, _CLIENT, _HOST, _CHANGES = range(5)
-_STATE, _MEMBERS, _PREVIOUS_MEMBERS, _EVENTS, _EMPTY_RUN, _OWNERS_TS = range(1, 7)
+_STATE, _MEMBERS, _PREVIOUS_MEMBERS, _EVENTS, _EMPTY_RUN, _OWNERS_TS, _LOG_EMPTY = range(1, 8)
 #: Stamps an empty run keeps: its first and the newest few (enough to count up to empty_cycles).
 _EMPTY_RUN_KEPT = 8
 
@@ -65,8 +73,8 @@ class GroupMembership:
     owners: dict[Where, list[Any]] = field(default_factory=dict)
     #: [ts, state code, members, the previous reading's members, [rebalance event ts, …],
     #:  [ts of each cycle in the current run of readings without members (first + newest)],
-    #:  the newest cycle that read any owner]
-    group: list[Any] = field(default_factory=lambda: [-1, None, None, None, [], [], -1])
+    #:  the newest cycle that read any owner, when the commit log recorded the current empty run (-1: it did not)]
+    group: list[Any] = field(default_factory=lambda: [-1, None, None, None, [], [], -1, -1])
 
     def observe_owner(self, where: Where, ts: int, owner: Owner, keep_ms: int) -> None:
         """Take one cycle's owner of a partition; an older or repeated cycle changes nothing."""
@@ -83,8 +91,8 @@ class GroupMembership:
         del changes[: bisect_left(changes, ts - keep_ms)]
         slot[_TS : _HOST + 1] = [ts, *owner]
 
-    def observe_group(self, ts: int, metric: str, value: float, keep_ms: int) -> None:
-        """Take one cycle's state or member count (the two arrive as separate samples)."""
+    def observe_group(self, ts: int, metric: str, value: float, keep_ms: int, from_log: bool = False) -> None:
+        """Take one cycle's (or one logged change's) state or member count (separate samples)."""
         group = self.group
         if ts < group[_TS]:
             return
@@ -97,6 +105,10 @@ class GroupMembership:
             group[_STATE] = int(value)
             rebalanced = group[_STATE] in REBALANCING_CODES
             _extend_empty_run(group[_EMPTY_RUN], ts, group[_STATE])
+            if group[_STATE] not in EMPTY_CODES:
+                group[_LOG_EMPTY] = -1
+            elif from_log and group[_LOG_EMPTY] < 0:
+                group[_LOG_EMPTY] = ts
         else:
             group[_MEMBERS] = int(value)
             rebalanced = group[_PREVIOUS_MEMBERS] is not None and group[_MEMBERS] != group[_PREVIOUS_MEMBERS]
@@ -132,6 +144,7 @@ class GroupMembership:
             owner=_owner_text(owner) if owner is not None and owner[0] is not None else None,
             # No owner at all in that cycle: DescribeGroups is off or failed, so "nobody" is unknown.
             owners_known=empty or owner is not None or group[_OWNERS_TS] == ts or (key, ts) in batch.owner_cycles,
+            logged_empty=empty and 0 <= group[_LOG_EMPTY] <= ts,
         )
 
     def owner_changes(self, where: Where, start_ms: int, end_ms: int) -> int:
@@ -181,6 +194,8 @@ class BatchReadings:
     #: (group, ts) of every cycle in the batch that read an owner of the group.
     owner_cycles: set[tuple[GroupKey, int]] = field(default_factory=set)
     groups: dict[tuple[GroupKey, int], list[Any]] = field(default_factory=dict)
+    #: Per group, the newest commit-log reading of the batch (step.py judges the group as of it).
+    log_readings: dict[GroupKey, int] = field(default_factory=dict)
     touched_partitions: dict[GroupKey, dict[Where, set[int]]] = field(default_factory=dict)
     touched_groups: dict[GroupKey, set[int]] = field(default_factory=dict)
 
@@ -206,7 +221,10 @@ def fold_readings(samples: pd.DataFrame, memberships: dict[GroupKey, GroupMember
             batch.touched_partitions.setdefault(key, {}).setdefault(where, set()).add(ts)
         else:
             metric = labels["metric"][i]
-            membership.observe_group(ts, metric, float(values[i]), keep_ms)
+            from_log = labels["source"][i] == _LOG_SOURCE
+            membership.observe_group(ts, metric, float(values[i]), keep_ms, from_log)
+            if from_log:
+                batch.log_readings[key] = max(ts, batch.log_readings.get(key, ts))
             reading = batch.groups.setdefault((key, ts), [None, None])
             reading[0 if metric == GROUP_STATE_METRIC else 1] = int(values[i])
             batch.touched_groups.setdefault(key, set()).add(ts)
@@ -224,11 +242,12 @@ def encode(memberships: dict[GroupKey, GroupMembership]) -> bytes:
 
 
 def decode(blob: bytes) -> dict[GroupKey, GroupMembership]:
-    """State saved before empty runs (and the owners' newest cycle) were kept gets them empty."""
-    return {
-        key: GroupMembership(owners, [*group, [], -1] if len(group) == _EMPTY_RUN else group)
-        for key, (owners, group) in pickle.loads(blob).items()
-    }
+    """State saved before empty runs (and the owners' newest cycle, the log's empty run) were kept gets them empty."""
+    return {key: GroupMembership(owners, _padded(group)) for key, (owners, group) in pickle.loads(blob).items()}
+
+
+def _padded(group: list[Any]) -> list[Any]:
+    return [*group, *[[], -1, -1][len(group) - _EMPTY_RUN :]]
 
 
 def forget_silent(memberships: dict[GroupKey, GroupMembership], oldest_ms: int) -> None:
