@@ -107,7 +107,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("commit_log_in_use", "gauge", "0/1", (), (Source.COMMITLOG,),
            "1 when the cycle's committed offsets came from __consumer_offsets, 0 when from OffsetFetch"),
     Metric("commit_log_records_skipped_total", "counter", "records", ("client_id",), (Source.COMMITLOG,),
-           "__consumer_offsets records the reader skipped since it started: all (no label), per type (client_id = the type)"),
+           "__consumer_offsets records the reader skipped: all (no label), per record type (client_id = the type)"),
     Metric("consumer_lag", "gauge", "records", ("group_id", "topic", "partition"), (Source.ADMIN,),
            "log_end_offset − committed_offset read in the same cycle; never negative"),
     Metric("consumer_lag_negative", "gauge", "flag (1)", ("group_id", "topic", "partition"), (Source.ADMIN,),
