@@ -92,9 +92,9 @@ def test_membership_changes_replayed_from_the_records():
         ("classic", "Stable", 1, ["cb"]), ("classic", "Empty", 0, []),
     ]  # fmt: skip
     assert by_group["kip848-g"] == [
-        ("consumer", "Stable", 1, ["ka"]), ("consumer", "Reconciling", 2, ["ka"]), ("consumer", "Reconciling", 2, ["ka"]),
-        ("consumer", "Stable", 2, ["ka", "kb"]), ("consumer", "Assigning", 1, ["kb"]), ("consumer", "Stable", 1, ["kb"]),
-        ("consumer", "Empty", 0, []),
+        ("consumer", "Stable", 1, ["ka"]), ("consumer", "Reconciling", 2, ["ka"]),
+        ("consumer", "Reconciling", 2, ["ka"]), ("consumer", "Stable", 2, ["ka", "kb"]),
+        ("consumer", "Assigning", 1, ["kb"]), ("consumer", "Stable", 1, ["kb"]), ("consumer", "Empty", 0, []),
     ]  # fmt: skip
     # Converted to the consumer protocol: the classic tombstone is no Empty, no Dead in between.
     assert [c[1] for c in by_group["convert-g"]] == ["Stable", "Empty"]
