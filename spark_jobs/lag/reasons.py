@@ -60,11 +60,11 @@ def offset_went_back(before: int, after: int, at_ms: int) -> str:
 
 
 def stop_empty(empty_cycles: int, empty_since_ms: int, committed: int, lag: int, logged: bool = False) -> str:
-    if logged:
-        empty = f"its last member left at {format_clock(empty_since_ms)} (commit log)"
-    else:
-        empty = f"group empty for {empty_cycles} cycles since {format_clock(empty_since_ms)}"
-    return f"STOP: {empty}, no commit since (committed offset {committed}, lag {lag})"
+    logged_text = " (the commit log recorded its last member leaving)" if logged else ""
+    return (
+        f"STOP: group empty for {empty_cycles} cycles since {format_clock(empty_since_ms)}{logged_text}, "
+        f"no commit since (committed offset {committed}, lag {lag})"
+    )
 
 
 def stop_silent(

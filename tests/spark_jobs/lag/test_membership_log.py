@@ -68,7 +68,8 @@ def test_a_group_whose_last_member_left_is_stop_as_of_the_log_record():
     assert groups_rows["rule"].tolist() == ["stop_empty"]
     assert groups_rows["updated_at"].tolist() == [leave_ts]
     assert (groups_rows["group_state"].tolist(), groups_rows["members"].tolist()) == (["Empty"], [0])
-    assert "its last member left at" in groups_rows["reason"][0]
+    assert groups_rows["reason"][0].startswith("STOP: group empty for 1 cycles since ")
+    assert "(the commit log recorded its last member leaving)" in groups_rows["reason"][0]
     assert not partitions  # lag_1m rows stay those of the observations
 
     # The next cycle's describe says Empty too: still STOP, now as of that cycle.
