@@ -35,17 +35,17 @@ TOPIC_NAME, PARTITIONS = "soak", 4
 class Member:
     """One consumer on its own thread: polls (acknowledges, for a share consumer) until closed."""
 
-    def __init__(self, bootstrap: str, group: str, kind: str, client_id: str) -> None:
+    def __init__(self, bootstrap: str, group: str, kind: str, client_id: str, topic: str = TOPIC_NAME) -> None:
         self.kind, self.group = kind, group
         settings: dict[str, Any] = {"bootstrap.servers": bootstrap, "group.id": group, "client.id": client_id}
         if kind == "share":
             self.consumer: Any = ShareConsumer({**settings, "share.acknowledgement.mode": "explicit"})
         else:
-            settings.update({"auto.offset.reset": "earliest", "auto.commit.interval.ms": 1000})
+            settings.update({"auto.offset.reset": "earliest", "auto.commit.interval.ms": 1000})  # commits every second
             if kind == "consumer":
                 settings["group.protocol"] = "consumer"
             self.consumer = Consumer(settings)
-        self.consumer.subscribe([TOPIC_NAME])
+        self.consumer.subscribe([topic])
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()

@@ -4,15 +4,14 @@ their owners; share-group records are skipped and counted; the admin collector p
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
 
+from bench.commit_log_soak import Member
 from collectors.admin import AdminCollector
 from collectors.commit_log import TOPIC, CommitLogReader
 from collectors.commit_log_groups import GroupChange
@@ -22,31 +21,6 @@ from tests.collectors.test_commit_log import ALL, MAKE
 from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.fixtures.polling import wait_until
 from tests.fixtures.real_kafka import RealKafkaBroker
-
-
-class Member:
-    """A consumer polling on its own thread (auto-commit every second) until closed."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str, client_id: str, protocol: str) -> None:
-        settings: dict[str, Any] = {"bootstrap.servers": bootstrap, "group.id": group, "client.id": client_id,
-                                    "auto.offset.reset": "earliest", "auto.commit.interval.ms": 1000}  # fmt: skip
-        if protocol == "consumer":
-            settings["group.protocol"] = "consumer"
-        self.consumer = Consumer(settings)
-        self.consumer.subscribe([topic])
-        self.stop = threading.Event()
-        self.thread = threading.Thread(target=self._run, daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            self.consumer.poll(0.2)
-        self.consumer.close()
-
-    def close(self) -> float:
-        self.stop.set()
-        self.thread.join(30)
-        return time.time()
 
 
 @pytest.fixture
@@ -97,9 +71,9 @@ def test_members_joining_and_leaving_are_read_as_they_happen(
         namer.name_unknown(admin, reader, [topic], 10)  # KIP-848 records name topics by id
         return read()
 
-    first = Member(broker.bootstrap_servers, group, topic, "first", protocol)
+    first = Member(broker.bootstrap_servers, group, protocol, "first", topic)
     wait_until(lambda: any(c.state == "Stable" and len(c.owners) == 2 for c in named()), 60, "one member owns both")
-    second = Member(broker.bootstrap_servers, group, topic, "second", protocol)
+    second = Member(broker.bootstrap_servers, group, protocol, "second", topic)
     wait_until(lambda: any(c.members == 2 and c.state == "Stable" and {o[3] for o in c.owners} == {"first", "second"}
                            for c in named()), 60, "two members share the partitions")  # fmt: skip
     first.close()
@@ -142,7 +116,7 @@ def test_admin_collector_publishes_log_membership_between_cycles(
     collector = AdminCollector(make_config(collect={"commit_log": "on", "interval_s": 5, "timeout_s": 5}))
     try:
         assert collector.collect(int(time.time() * 1000), MAKE).ok
-        member = Member(broker.bootstrap_servers, group, topic, "pub", protocols(broker)[-1])
+        member = Member(broker.bootstrap_servers, group, protocols(broker)[-1], "pub", topic)
         samples: list[Any] = []
 
         def published(cycle: bool) -> list[Any]:
