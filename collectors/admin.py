@@ -59,7 +59,14 @@ from collectors.admin_samples import (
 )
 from collectors.base import SampleFactory, ScrapeResult
 from collectors.commit_log import TOPIC as COMMIT_LOG_TOPIC
-from collectors.commit_log import CommitLogReader, commit_samples, in_use_sample
+from collectors.commit_log import (
+    CommitLogReader,
+    commit_samples,
+    in_use_sample,
+    membership_samples,
+    skipped_samples,
+)
+from collectors.commit_log_topics import TopicIdNamer
 from collectors.share_group_samples import share_group_samples
 from collectors.share_groups import ShareGroupReader
 from lagwatch.config import Config
@@ -112,6 +119,7 @@ class AdminCollector:
         )
         self._fallback_said: str | None = None
         self._share_groups = ShareGroupReader(self.name, cluster_client_config(config), self._group_allowed)
+        self._topic_ids = TopicIdNamer()
 
     @property
     def name(self) -> str:
@@ -124,6 +132,14 @@ class AdminCollector:
     @property
     def labels(self) -> dict[str, str | None]:
         return {}
+
+    def events(self, make: SampleFactory) -> list[Sample]:
+        """Membership changes the commit log read since the last cycle or call: published between
+        cycles by the runner, so a member leaving reaches the lake seconds after it left."""
+        reader = self._commit_log
+        if reader is None or not reader.wait_loaded(0):
+            return []
+        return membership_samples(reader.drain_changes(), make)
 
     def close(self) -> None:
         if self._commit_log is not None:
@@ -179,6 +195,9 @@ class AdminCollector:
         if reader is not None:
             existing = metadata.topics.keys()
             samples.extend(commit_samples([c for c in reader.drain() if c[1] in existing], make))
+            self._topic_ids.name_unknown(admin, reader, list(existing), request_timeout(deadline))
+            samples.extend(membership_samples(reader.drain_changes(), make))
+            samples.extend(skipped_samples(ts, make, reader.skipped))
             offsets = self._commit_log_offsets(cycle, reader, ends, existing)
         else:
             offsets = self._group_offsets(cycle, sorted(listings), ends)

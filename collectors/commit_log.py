@@ -23,12 +23,19 @@ How it reads (one consumer thread per collector process, beside the admin collec
   sample with source ``commitlog`` and ts = the commit timestamp. The sample id is a hash of
   the labels and that ts, so a commit published twice (after a restart) has the same id and
   is dropped downstream.
-- A tombstone for an offset removes it from the table; a tombstone for a group removes only
-  the group's metadata. Deleting a group (or expiring its offsets) writes a tombstone for
-  each of its offsets, while Kafka 4 also writes a group tombstone when it converts a group
-  between the classic and consumer protocols, and the group's offsets live on.
+- A tombstone for an offset removes it from the table; a tombstone for a group removes its
+  metadata only: deleting a group also writes a tombstone for each of its offsets, and a group
+  converted between the classic and consumer protocols keeps its offsets.
 - Group metadata records give each group's protocol, generation and members (client id,
   host, assigned partitions), kept in :meth:`CommitLogReader.groups`.
+- Membership (:mod:`collectors.commit_log_groups`): classic GroupMetadata and Kafka 4's
+  consumer-group records are folded into each group's state, members and owners; after each
+  batch every group whose membership changed is queued once (:meth:`CommitLogReader.drain_changes`),
+  so a member leaving is published seconds after it left, not at the next DescribeGroups.
+  Consumer groups name topics by id: :meth:`CommitLogReader.learn_topic_ids` names them.
+- Record types that do not help (share and streams groups, subscription metadata…) and value
+  versions this reader does not know are skipped and counted per type (:attr:`CommitLogReader.skipped`),
+  each type logged once with the reason: an unknown record never stops the reader.
 
 What it cannot read (no `__consumer_offsets`, as on tansu; an ACL that denies it) is reported
 by :attr:`CommitLogReader.failure`; the admin collector then falls back to OffsetFetch.
@@ -39,6 +46,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -53,6 +61,16 @@ from collectors.commit_log_decode import (
     commit_offset_and_time,
     decode_group_metadata,
     decode_key,
+)
+from collectors.commit_log_groups import GroupBook, GroupChange
+from collectors.commit_log_records import DECODED, SKIPPED, decode_group_key, record_type_name, value_version
+from lagwatch.membership import (
+    GROUP_MEMBERS_METRIC,
+    GROUP_STATE_CODE,
+    GROUP_STATE_METRIC,
+    GROUP_TYPE_CODE,
+    GROUP_TYPE_METRIC,
+    PARTITION_ASSIGNED_METRIC,
 )
 from lagwatch.samples import Sample
 from lagwatch.vocabulary import Source
@@ -104,6 +122,13 @@ class CommitLogReader:
         self._latest: dict[str, dict[tuple[str, int], tuple[TopicPartition, int]]] = {}
         self._groups: dict[str, GroupMetadata] = {}
         self._pending: list[Commit] = []
+        self._book = GroupBook(self._topic_name)
+        self._changes: list[GroupChange] = []
+        #: topic id (16 bytes) -> name, and the ids a consumer-group record named that it lacks
+        self._topic_ids: dict[bytes, str] = {}
+        self._unknown_topic_ids: set[bytes] = set()
+        #: records skipped per type (or "type vN" for a value version not known here)
+        self.skipped: Counter[str] = Counter()
         self._partitions_at_end: set[int] = set()
         #: next offset to read per partition of the topic (what was consumed so far)
         self._positions: dict[int, int] = {}
@@ -177,6 +202,34 @@ class CommitLogReader:
         """Latest group metadata (protocol, generation, members) per group id."""
         with self._lock:
             return dict(self._groups)
+
+    def drain_changes(self) -> list[GroupChange]:
+        """The membership changes read since the last drain, in the order they were read."""
+        with self._lock:
+            changes, self._changes = self._changes, []
+        return changes
+
+    def unknown_topic_ids(self) -> set[bytes]:
+        with self._lock:
+            return set(self._unknown_topic_ids)
+
+    def learn_topic_ids(self, names: dict[bytes, str]) -> None:
+        """Name topic ids (from DescribeTopics): owners of consumer groups are named from then on."""
+        with self._lock:
+            new = names.keys() & self._unknown_topic_ids
+            self._topic_ids.update(names)
+            self._unknown_topic_ids.difference_update(names)
+            if new:
+                self._book.retouch_consumer_groups()
+                self._changes.extend(self._book.changes())
+
+    def _topic_name(self, topic_id: bytes) -> str | None:
+        name = self._topic_ids.get(topic_id)
+        if name is None:
+            self._unknown_topic_ids.add(topic_id)
+        elif not self._topic_allowed(name):
+            return None
+        return name
 
     # -- the consumer thread ------------------------------------------------------------------
 
@@ -276,18 +329,44 @@ class CommitLogReader:
                             else:
                                 self.dropped += 1
                     elif kind == GROUP_METADATA:
-                        self._on_group(group, value)
+                        self._on_group(group, value, message.timestamp()[1])
+                    else:
+                        self._on_group_record(key, value, message.timestamp()[1])
                 except CommitLogDecodeError as exc:
                     self.decode_errors += 1
                     if self.decode_errors <= 10:
                         log.warning("commit log %s[%d]@%d: %s", TOPIC, message.partition(), message.offset(), exc)
+            changes = self._book.changes(queue_since)
+            room = MAX_PENDING - len(self._changes)
+            self._changes.extend(changes[:room])
+            self.dropped += max(0, len(changes) - room)
 
-    def _on_group(self, group: str, value: bytes | None) -> None:
-        if value is None:  # deleted, or converted to the other protocol: its offsets go by their own tombstones
+    def _on_group(self, group: str, value: bytes | None, ts: int) -> None:
+        if value is None:  # deleted, or converted to the consumer protocol (its records follow)
             self._groups.pop(group, None)
+            self._book.classic(group, None, ts)
             return
         if self._group_allowed(group):
-            self._groups[group] = decode_group_metadata(value)
+            self._groups[group] = metadata = decode_group_metadata(value)
+            self._book.classic(group, metadata, ts)
+
+    def _on_group_record(self, key: bytes, value: bytes | None, ts: int) -> None:
+        """A record of type 3 and up (Kafka 4's group records): decoded, or skipped and counted."""
+        record_type, group, member = decode_group_key(key)
+        known_version = DECODED.get(record_type)
+        if known_version is None:
+            self._skip(
+                record_type_name(record_type), SKIPPED.get(record_type, "a record type this reader does not know")
+            )
+        elif value is not None and (version := value_version(value)) != known_version:
+            self._skip(f"{record_type_name(record_type)} v{version}", "a value version this reader does not know")
+        elif self._group_allowed(group):
+            self._book.consumer(record_type, group, member, value, ts)
+
+    def _skip(self, kind: str, reason: str) -> None:
+        self.skipped[kind] += 1
+        if self.skipped[kind] == 1:
+            log.info("commit log: skipping %s records (%s); counted in commit_log_records_skipped_total", kind, reason)
 
     def _on_error(self, message: Message, error: KafkaError) -> None:
         code = error.code()
@@ -321,3 +400,42 @@ def commit_samples(commits: list[Commit], make: SampleFactory) -> list[Sample]:
 def in_use_sample(ts: int, make: SampleFactory, in_use: bool) -> Sample:
     """`commit_log_in_use`: 1 when this cycle's committed offsets came from the commit log, 0 from OffsetFetch."""
     return make(ts=ts, source=SOURCE, metric="commit_log_in_use", kind="gauge", value=1.0 if in_use else 0.0)
+
+
+SKIPPED_METRIC = "commit_log_records_skipped_total"
+
+
+def state_code(state: str) -> int:
+    """The state's code in lagwatch.membership (Unknown for a name it does not know)."""
+    return GROUP_STATE_CODE.get(state, GROUP_STATE_CODE["Unknown"])
+
+
+def membership_samples(changes: list[GroupChange], make: SampleFactory) -> list[Sample]:
+    """Per change, the admin collector's membership metrics (lagwatch.membership) with source
+    `commitlog` and ts = the record's time: state code, member count, group type, and each owned partition."""
+    samples: list[Sample] = []
+    for change in changes:
+        ts, group = change.ts, change.group_id
+        samples.append(make(ts=ts, source=SOURCE, metric=GROUP_STATE_METRIC, kind="gauge",
+                            value=state_code(change.state), group_id=group))  # fmt: skip
+        samples.append(make(ts=ts, source=SOURCE, metric=GROUP_MEMBERS_METRIC, kind="gauge",
+                            value=change.members, group_id=group))  # fmt: skip
+        samples.append(make(ts=ts, source=SOURCE, metric=GROUP_TYPE_METRIC, kind="gauge",
+                            value=GROUP_TYPE_CODE[change.protocol], group_id=group))  # fmt: skip
+        samples.extend(
+            make.member(ts=ts, source=SOURCE, metric=PARTITION_ASSIGNED_METRIC, kind="gauge", value=1,
+                        group_id=group, topic=topic, partition=partition, client_id=client_id,
+                        member_id=member_id, host=host)
+            for topic, partition, member_id, client_id, host in change.owners
+        )  # fmt: skip
+    return samples
+
+
+def skipped_samples(ts: int, make: SampleFactory, skipped: Counter[str]) -> list[Sample]:
+    """`commit_log_records_skipped_total`: all types (no label), and per skipped record type
+    (label client_id = the type)."""
+    total = make(ts=ts, source=SOURCE, metric=SKIPPED_METRIC, kind="counter", value=sum(skipped.values()))
+    return [total] + [
+        make(ts=ts, source=SOURCE, metric=SKIPPED_METRIC, kind="counter", value=count, client_id=kind)
+        for kind, count in sorted(skipped.items())
+    ]

@@ -12,7 +12,8 @@ The group coordinator writes two kinds of record there, told apart by the key's 
 
 A record without a value is a tombstone: the offset was deleted (expired, or the group was
 deleted) or, for a group key, the group itself was deleted. Key versions 3 and up are the
-records of the new consumer-group protocol (KIP-848); they are reported as :data:`OTHER`.
+records of the group types Kafka 4 added (KIP-848 consumer groups, share groups, streams
+groups); they are reported as :data:`OTHER` here and decoded by :mod:`collectors.commit_log_records`.
 
 The offset-commit path is the hot one (every commit of every group in the cluster passes
 here), so it unpacks fixed-width fields with precompiled ``struct`` formats instead of a
@@ -106,11 +107,11 @@ def decode_offset_commit(value: bytes) -> OffsetCommit:
         version = _I16.unpack_from(value)[0]
         if version >= 3:
             _, offset, leader_epoch = _OFFSET_V3.unpack_from(value)
-            reader = _Reader(value, 14, flexible=version >= 4)
+            reader = Reader(value, 14, flexible=version >= 4)
             metadata = reader.string()
             return OffsetCommit(offset, reader.i64(), metadata, leader_epoch, -1, version)
         offset = _OFFSET_V0.unpack_from(value)[1]
-        reader = _Reader(value, 10, flexible=False)
+        reader = Reader(value, 10, flexible=False)
         metadata = reader.string()
         commit_ts = reader.i64()
         expire_ts = reader.i64() if version == 1 else -1
@@ -120,12 +121,15 @@ def decode_offset_commit(value: bytes) -> OffsetCommit:
 
 
 def commit_offset_and_time(value: bytes) -> tuple[int, int]:
-    """(offset, commit ts) of an OffsetCommitValue: the per-commit hot path. v3 (what Kafka
-    writes) in one unpack and no object; other versions through :func:`decode_offset_commit`."""
+    """(offset, commit ts) of an OffsetCommitValue: the per-commit hot path. v3 (what Kafka 3
+    writes) and v4 with metadata under 127 bytes (Kafka 4) in one unpack and no object; other
+    versions through :func:`decode_offset_commit`."""
     try:
         version, offset, _, metadata_len = _OFFSET_V3_HEAD.unpack_from(value)
         if version == 3 and metadata_len >= 0:
             return offset, _I64.unpack_from(value, 16 + metadata_len)[0]
+        if version == 4 and 0 < value[14] < 0x80:  # what Kafka 4 writes: a one-byte compact metadata length
+            return offset, _I64.unpack_from(value, 14 + value[14])[0]
     except struct.error as exc:
         raise CommitLogDecodeError(f"offset commit value {value[:64]!r}: {exc}") from exc
     commit = decode_offset_commit(value)
@@ -136,7 +140,7 @@ def decode_group_metadata(value: bytes) -> GroupMetadata:
     """A GroupMetadataValue of any version (v0–v4); assignments decoded for the consumer protocol."""
     try:
         version = _I16.unpack_from(value)[0]
-        reader = _Reader(value, 2, flexible=version >= 4)
+        reader = Reader(value, 2, flexible=version >= 4)
         protocol_type = reader.string()
         generation = reader.i32()
         protocol = reader.nullable_string()
@@ -148,7 +152,7 @@ def decode_group_metadata(value: bytes) -> GroupMetadata:
         raise CommitLogDecodeError(f"group metadata value {value[:64]!r}: {exc}") from exc
 
 
-def _member(reader: _Reader, version: int, protocol_type: str) -> Member:
+def _member(reader: Reader, version: int, protocol_type: str) -> Member:
     member_id = reader.string()
     instance_id = reader.nullable_string() if version >= 3 else None
     client_id = reader.string()
@@ -164,7 +168,7 @@ def _member(reader: _Reader, version: int, protocol_type: str) -> Member:
 
 def decode_consumer_assignment(data: bytes) -> tuple[tuple[str, int], ...]:
     """ConsumerProtocolAssignment (any version): the (topic, partition) pairs; user data ignored."""
-    reader = _Reader(data, 2, flexible=False)  # not flexible in any version Kafka 3.x writes
+    reader = Reader(data, 2, flexible=False)  # not flexible in any version Kafka 3.x writes
     owned: list[tuple[str, int]] = []
     for _ in range(reader.array_length()):
         topic = reader.string()
@@ -172,7 +176,7 @@ def decode_consumer_assignment(data: bytes) -> tuple[tuple[str, int], ...]:
     return tuple(owned)
 
 
-class _Reader:
+class Reader:
     """Sequential reader for the general (slow-path) fields, classic or flexible encoding."""
 
     __slots__ = ("data", "flexible", "pos")
@@ -222,6 +226,19 @@ class _Reader:
     def string(self) -> str:
         return self.nullable_string() or ""
 
+    def i8(self) -> int:
+        value = self.data[self.pos]
+        self.pos += 1
+        return value - 256 if value > 127 else value
+
+    def uuid(self) -> bytes:
+        """A Uuid's 16 bytes (most significant first), as Kafka writes topic ids."""
+        value = self.data[self.pos : self.pos + 16]
+        if len(value) != 16:
+            raise IndexError("uuid runs past the record")
+        self.pos += 16
+        return value
+
     def bytes(self) -> bytes:
         length = self.uvarint() - 1 if self.flexible else self.i32()
         if length < 0:
@@ -239,4 +256,5 @@ class _Reader:
             return
         for _ in range(self.uvarint()):
             self.uvarint()  # tag
-            self.pos += self.uvarint()  # size, then the field's bytes
+            size = self.uvarint()  # read before moving: `pos += uvarint()` would lose the size's bytes
+            self.pos += size

@@ -162,7 +162,15 @@ class CollectLoop:
                 if next_cycle < time.monotonic():  # a cycle overran: skip, don't pile up
                     log.warning("cycle took %.1f s, longer than interval_s %.1f s", summary.duration_s, interval)
                     next_cycle = time.monotonic() + interval
+            self._publish_events()
             self.publisher.serve(0.1)
+
+    def _publish_events(self) -> None:
+        """Samples an owned collector has ready between cycles (the commit log's membership changes)."""
+        for name in self.assignment.owned():
+            events = getattr(self.collectors.get(name), "events", None)
+            if events is not None:
+                self.publisher.publish(events(self.make))
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -260,8 +260,31 @@ def run_status(config: Config, args: argparse.Namespace) -> int:
     healthy &= dashboard_ok
     api_ok, api_line = _api_health(state.get("api_url", _api_url(config)))
     print(api_line)
+    print(_commit_log_skipped_line(config))
     healthy &= api_ok
     return 0 if healthy else 1
+
+
+def _commit_log_skipped_line(config: Config) -> str:
+    """The commit-log records skipped, per type, from the newest minute in the lake (not a health verdict)."""
+    from lagwatch.lake import connect_readonly
+
+    try:
+        con = connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
+        try:
+            rows = con.execute(
+                "SELECT client_id, arg_max(last, window_start) FROM metrics_1m "
+                "WHERE metric = 'commit_log_records_skipped_total' AND source = 'commitlog' GROUP BY client_id"
+            ).fetchall()
+        finally:
+            con.close()
+    except Exception as exc:  # no lake yet, or no such rows: say so, status goes on
+        return f"{'commit log':<20} skipped records unknown ({type(exc).__name__})"
+    counts = {kind: int(value) for kind, value in rows}
+    if not counts:
+        return f"{'commit log':<20} no skipped-record counts in the lake"
+    by_type = ", ".join(f"{kind} {n}" for kind, n in sorted((k, v) for k, v in counts.items() if k is not None))
+    return f"{'commit log':<20} {counts.get(None, 0)} records skipped" + (f" ({by_type})" if by_type else "")
 
 
 def run_broker(config: Config, args: argparse.Namespace) -> int:

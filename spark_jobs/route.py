@@ -8,9 +8,10 @@ decides each record's bucket and role and packs each bucket's rows as one Arrow 
 - a metric sample goes to its series' bucket (``pmod(sid, STATE_BUCKETS)``);
 - a lag sample (``committed_offset`` / ``consumer_lag`` of a group's partition, from the admin
   collector's cycle or the commit log, or the group's ``consumer_group_state`` /
-  ``consumer_group_members``) goes to its group's bucket, where the group's lag and membership
+  ``consumer_group_members`` from either) goes to its group's bucket, where the group's lag and membership
   state and the sample's metric windows all live;
-- a member sample (admin ``partition_assigned``, which names the partition's owner) goes to its
+- a member sample (``partition_assigned`` from the admin collector or the commit log, which names
+  the partition's owner) goes to its
   group's bucket too, for the membership state only: it has no metric windows, since the
   metrics tables have no member columns (its values are lag_1m's owner columns);
 - a dead letter (``error`` set) goes to a bucket by its offset and passes the state untouched;
@@ -227,9 +228,11 @@ def _series_routes(series: pa.Table, lag_routing: bool) -> SeriesRoutes:
         broker_event=_selected(series, TARGET_SOURCES, BROKER_EVENT_METRICS)
         & pc.is_null(series.column("topic")).to_numpy(zero_copy_only=False),
     )
-    routes.role[_selected(series, ADMIN, PARTITION_ASSIGNED_METRIC, "group_id", "topic", "partition")] = MEMBER
+    routes.role[_selected(series, MEMBERSHIP_SOURCES, PARTITION_ASSIGNED_METRIC, "group_id", "topic", "partition")] = (
+        MEMBER
+    )
     if lag_routing:
-        group_rows = _selected(series, ADMIN, GROUP_METRICS, "group_id")
+        group_rows = _selected(series, MEMBERSHIP_SOURCES, GROUP_METRICS, "group_id")
         lag_rows = _selected(series, LAG_SOURCES, LAG_METRICS, "group_id", "topic", "partition")
         routes.role[lag_rows | group_rows] = LAG
         state_rows = np.flatnonzero(routes.role != METRIC)
@@ -241,7 +244,8 @@ def _series_routes(series: pa.Table, lag_routing: bool) -> SeriesRoutes:
     return routes
 
 
-ADMIN = (Source.ADMIN.value,)
+#: Who publishes membership: the admin collector's describe, and the commit log's changes.
+MEMBERSHIP_SOURCES = (Source.ADMIN.value, Source.COMMITLOG.value)
 
 
 def _selected(series: pa.Table, sources: tuple[str, ...], metrics: str | tuple[str, ...], *labels: str) -> np.ndarray:

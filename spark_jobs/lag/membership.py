@@ -3,7 +3,8 @@ member count, and the rebalances seen; kept beside the group's lag state (same b
 
 Input, routed to the group's bucket by ``spark_jobs/route.py``: the admin collector's `partition_assigned`
 samples (one per owned partition and cycle, labelled with the owner: member_id, client_id,
-host) and the group's `consumer_group_state` / `consumer_group_members` / `consumer_group_type` samples.
+host) and the group's `consumer_group_state` / `consumer_group_members` / `consumer_group_type` samples;
+the same state and member metrics from the commit log (source commitlog), at the time of each membership change.
 
 Rules (also in docs/rollups.md):
 
@@ -21,6 +22,11 @@ Rules (also in docs/rollups.md):
 - **Type.** A group's type is its newest `consumer_group_type` reading (not only the same
   cycle's): the protocol changes only when the group migrates between classic and consumer,
   and the rows name the type it had then, so its history stays one group throughout.
+- **The log's word.** A commit-log reading is the coordinator's own record of a change, not a
+  poll that may catch a passing moment: a group the log recorded going Empty counts as empty
+  for ``lag.empty_cycles`` at once (``Membership.logged_empty``), until a reading with members.
+  A log reading newer than the group's newest observation has its group judged again as of
+  that reading (``step.py``), so a group whose last member left is STOP within a trigger.
 - **State.** Per group: each partition's newest owner reading with the times of its owner
   changes, and the newest group reading with the times of its rebalance events, both kept for
   the lag window. A group silent for two windows behind the watermark is forgotten, as its lag
@@ -47,6 +53,7 @@ from lagwatch.membership import (
     group_state_name,
     group_type_name,
 )
+from lagwatch.vocabulary import Source
 from spark_jobs.lag.rules import Membership
 from spark_jobs.windows import series_labels
 
@@ -54,11 +61,12 @@ GroupKey = tuple[str, str]
 Where = tuple[str, int]
 #: member_id, client_id, host
 Owner = tuple[str | None, str | None, str | None]
-_LABELS: tuple[str, ...] = ("cluster", "metric", "group_id", "topic", "partition", "client_id")
+_LABELS: tuple[str, ...] = ("cluster", "source", "metric", "group_id", "topic", "partition", "client_id")
+_LOG_SOURCE = Source.COMMITLOG.value
 #: Slots of an owner reading and of a group reading (plain lists: they pickle at C speed).
 _TS, _MEMBER, _CLIENT, _HOST, _CHANGES = range(5)
-_STATE, _MEMBERS, _PREVIOUS_MEMBERS, _EVENTS, _EMPTY_RUN, _OWNERS_TS, _TYPE = range(1, 8)
-_GROUP_SLOTS = _TYPE + 1
+_STATE, _MEMBERS, _PREVIOUS_MEMBERS, _EVENTS, _EMPTY_RUN, _OWNERS_TS, _TYPE, _LOG_EMPTY = range(1, 9)
+_GROUP_SLOTS = _LOG_EMPTY + 1
 #: Stamps an empty run keeps: its first and the newest few (enough to count up to empty_cycles).
 _EMPTY_RUN_KEPT = 8
 
@@ -71,8 +79,9 @@ class GroupMembership:
     owners: dict[Where, list[Any]] = field(default_factory=dict)
     #: [ts, state code, members, the previous reading's members, [rebalance event ts, …],
     #:  [ts of each cycle in the current run of readings without members (first + newest)],
-    #:  the newest cycle that read any owner, [ts, code] of the newest type reading]
-    group: list[Any] = field(default_factory=lambda: [-1, None, None, None, [], [], -1, [-1, None]])
+    #:  the newest cycle that read any owner, [ts, code] of the newest type reading,
+    #:  when the commit log recorded the current empty run (-1: it did not)]
+    group: list[Any] = field(default_factory=lambda: [-1, None, None, None, [], [], -1, [-1, None], -1])
 
     def observe_owner(self, where: Where, ts: int, owner: Owner, keep_ms: int) -> None:
         """Take one cycle's owner of a partition; an older or repeated cycle changes nothing."""
@@ -89,8 +98,8 @@ class GroupMembership:
         del changes[: bisect_left(changes, ts - keep_ms)]
         slot[_TS : _HOST + 1] = [ts, *owner]
 
-    def observe_group(self, ts: int, metric: str, value: float, keep_ms: int) -> None:
-        """Take one cycle's state, member count or type (each arrives as its own sample)."""
+    def observe_group(self, ts: int, metric: str, value: float, keep_ms: int, from_log: bool = False) -> None:
+        """Take one cycle's (or one logged change's) state, member count or type (each its own sample)."""
         group = self.group
         if metric == GROUP_TYPE_METRIC:
             if ts >= group[_TYPE][0]:
@@ -107,6 +116,10 @@ class GroupMembership:
             group[_STATE] = int(value)
             rebalanced = group[_STATE] in REBALANCING_CODES
             _extend_empty_run(group[_EMPTY_RUN], ts, group[_STATE])
+            if group[_STATE] not in EMPTY_CODES:
+                group[_LOG_EMPTY] = -1
+            elif from_log and group[_LOG_EMPTY] < 0:
+                group[_LOG_EMPTY] = ts
         else:
             group[_MEMBERS] = int(value)
             rebalanced = group[_PREVIOUS_MEMBERS] is not None and group[_MEMBERS] != group[_PREVIOUS_MEMBERS]
@@ -142,6 +155,7 @@ class GroupMembership:
             owner=_owner_text(owner) if owner is not None and owner[0] is not None else None,
             # No owner at all in that cycle: DescribeGroups is off or failed, so "nobody" is unknown.
             owners_known=empty or owner is not None or group[_OWNERS_TS] == ts or (key, ts) in batch.owner_cycles,
+            logged_empty=empty and 0 <= group[_LOG_EMPTY] <= ts,
         )
 
     @property
@@ -196,6 +210,8 @@ class BatchReadings:
     #: (group, ts) of every cycle in the batch that read an owner of the group.
     owner_cycles: set[tuple[GroupKey, int]] = field(default_factory=set)
     groups: dict[tuple[GroupKey, int], list[Any]] = field(default_factory=dict)
+    #: Per group, the newest commit-log reading of the batch (step.py judges the group as of it).
+    log_readings: dict[GroupKey, int] = field(default_factory=dict)
     touched_partitions: dict[GroupKey, dict[Where, set[int]]] = field(default_factory=dict)
     touched_groups: dict[GroupKey, set[int]] = field(default_factory=dict)
 
@@ -223,7 +239,10 @@ def fold_readings(samples: pd.DataFrame, memberships: dict[GroupKey, GroupMember
             membership.observe_group(ts, GROUP_TYPE_METRIC, float(values[i]), keep_ms)
         else:
             metric = labels["metric"][i]
-            membership.observe_group(ts, metric, float(values[i]), keep_ms)
+            from_log = labels["source"][i] == _LOG_SOURCE
+            membership.observe_group(ts, metric, float(values[i]), keep_ms, from_log)
+            if from_log:
+                batch.log_readings[key] = max(ts, batch.log_readings.get(key, ts))
             reading = batch.groups.setdefault((key, ts), [None, None])
             reading[0 if metric == GROUP_STATE_METRIC else 1] = int(values[i])
             batch.touched_groups.setdefault(key, set()).add(ts)
@@ -241,13 +260,14 @@ def encode(memberships: dict[GroupKey, GroupMembership]) -> bytes:
 
 
 def decode(blob: bytes) -> dict[GroupKey, GroupMembership]:
-    """State saved before empty runs (and the owners' newest cycle, the type) were kept gets them empty."""
+    """State saved before empty runs (and the owners' newest cycle, the type, the log's empty run) were kept
+    gets them empty."""
     return {key: GroupMembership(owners, _upgraded(group)) for key, (owners, group) in pickle.loads(blob).items()}
 
 
 def _upgraded(group: list[Any]) -> list[Any]:
     """A group reading saved by an older version, with the slots it lacks added empty."""
-    missing = [[], -1, [-1, None]]
+    missing = [[], -1, [-1, None], -1]
     return [*group, *missing[len(missing) - (_GROUP_SLOTS - len(group)) :]] if len(group) < _GROUP_SLOTS else group
 
 

@@ -59,9 +59,10 @@ def offset_went_back(before: int, after: int, at_ms: int) -> str:
     return f"REWIND: committed offset went back from {before} to {after} at {format_clock(at_ms)}"
 
 
-def stop_empty(empty_cycles: int, empty_since_ms: int, committed: int, lag: int) -> str:
+def stop_empty(empty_cycles: int, empty_since_ms: int, committed: int, lag: int, logged: bool = False) -> str:
+    logged_text = " (the commit log recorded its last member leaving)" if logged else ""
     return (
-        f"STOP: group empty for {empty_cycles} cycles since {format_clock(empty_since_ms)}, "
+        f"STOP: group empty for {empty_cycles} cycles since {format_clock(empty_since_ms)}{logged_text}, "
         f"no commit since (committed offset {committed}, lag {lag})"
     )
 

@@ -78,6 +78,8 @@ class Membership:
     owner: str | None
     #: False when the cycle read the group's state but not its owners (DescribeGroups off).
     owners_known: bool = True
+    #: The commit log recorded the group going empty (the coordinator's record, not a poll).
+    logged_empty: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,14 +184,16 @@ def _rewind(offsets: Sequence[int], stamps: Sequence[int], phrase: Callable[[int
 
 
 def stop_empty(case: Case) -> str | None:
-    """No members for ``empty_cycles`` cycles and no commit since."""
+    """No members for ``empty_cycles`` cycles (or since the commit log recorded it) and no commit since."""
     membership = case.membership
-    if membership is None or membership.empty_cycles < case.thresholds.empty_cycles:
+    if membership is None or not (membership.logged_empty or membership.empty_cycles >= case.thresholds.empty_cycles):
         return None
     committed_since = case.commit_ts[-1] if case.commit_ts else case.committed_since_ms
     if committed_since > membership.empty_since_ms:
         return None  # commits without members: assign()-style consumers, judged by time
-    return reasons.stop_empty(membership.empty_cycles, membership.empty_since_ms, case.committed[-1], case.lag[-1])
+    return reasons.stop_empty(
+        membership.empty_cycles, membership.empty_since_ms, case.committed[-1], case.lag[-1], membership.logged_empty
+    )
 
 
 def stop_silent(case: Case) -> str | None:
@@ -306,7 +310,8 @@ RULES: tuple[Rule, ...] = (
     Rule("rewind", "REWIND", "the committed offset went back between two observations within the window",
          offset_went_back),
     Rule("stop_empty", "STOP", "membership: lag > 0, the group had no members (`Empty` or `Dead`) at the newest "
-         "`lag.empty_cycles` cycles, and no commit since the first of them", stop_empty),
+         "`lag.empty_cycles` cycles, or since the commit log recorded it going empty (its last member left), and "
+         "no commit since the first of them", stop_empty),
     Rule("stop", "STOP", "lag > 0 and silent for longer than `stop_after_s` or twice the partition's usual commit "
          "gap in the window, whichever is longer; silent = no commit (commit log) or the committed offset unchanged "
          "(OffsetFetch). A member owning the partition does not prevent it; the reason names it", stop_silent),

@@ -123,6 +123,7 @@ def update_lag(
         for commit_ts, offset in partition_commits:
             track.commit(commit_ts, offset, thresholds_for(group))
     rows.add_late_readings(groups, thresholds_for)
+    rows.judge_at_log_readings(groups, thresholds_for)
     group_rows = [_group_row(key, groups[key], period, lag_config, rows) for key, period in rows.newest_period.items()]
     _forget_silent(groups, memberships, watermark_ms, lag_config)
     return _columns("lag_1m", rows.partition_rows), _columns("group_status", group_rows)
@@ -146,6 +147,8 @@ class _Rows:
         )
         self.newest_period: dict[tuple[str, str], int] = {}
         self.reports: dict[tuple[str, str, str, int], PartitionReport] = {}
+        #: Groups judged as of a commit-log reading newer than their newest observation: its ts.
+        self.judged_at: dict[tuple[str, str], int] = {}
 
     def evidence(self, group_key: tuple[str, str], where: tuple[str, int], ts_ms: int) -> Membership | None:
         """The membership reading of the cycle at ts_ms, for the judgement (None: no reading)."""
@@ -181,6 +184,25 @@ class _Rows:
                 newest = max(track.last_ts_ms for track in tracks.values())
                 if newest in stamps:
                     self.newest_period[group_key] = newest - newest % PERIOD_MS
+
+    def judge_at_log_readings(
+        self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: Callable[[str], Thresholds]
+    ) -> None:
+        """A group whose commit-log reading (a member left, the group went Empty) is newer than its
+        newest observation is judged again as of that reading, and its group_status row written
+        with it: the change shows now, not at the next collector cycle. Its lag_1m rows stay
+        those of the observations (their owner is still their own cycle's)."""
+        for group_key, log_ts in self.readings.log_readings.items():
+            tracks = groups.get(group_key)
+            if not tracks or log_ts <= max(track.last_ts_ms for track in tracks.values()):
+                continue
+            self.judged_at[group_key] = log_ts
+            self.newest_period[group_key] = log_ts - log_ts % PERIOD_MS
+            thresholds = thresholds_for(group_key[1])
+            for where, track in tracks.items():
+                if track.window_ts:
+                    evidence = self.evidence(group_key, where, log_ts)
+                    self.reports[(*group_key, *where)] = track.report(thresholds, evidence)
 
 
 def _broker_clause(events: broker_events.BrokerEvents, window_ms: int, cluster: str, end_ms: int) -> str | None:
@@ -296,7 +318,7 @@ def _group_row(group_key: tuple[str, str], tracks: GroupTracks, period: int, lag
     from their state (so a partition that went quiet still ages towards STOP).
     """
     thresholds = Thresholds.for_group(lag_config, group_key[1])
-    newest = max(track.last_ts_ms for track in tracks.values())
+    newest = max(max(track.last_ts_ms for track in tracks.values()), rows.judged_at.get(group_key, -1))
     recent_ms = newest - lag_config.window_ms
     owned = rows.memberships.get(group_key)
     reports = [
