@@ -412,16 +412,16 @@ def state_code(state: str) -> int:
 
 def membership_samples(changes: list[GroupChange], make: SampleFactory) -> list[Sample]:
     """Per change, the admin collector's membership metrics (lagwatch.membership) with source
-    `commitlog` and ts = the record's time: state code, member count, group type, and each owned partition."""
+    `commitlog` and ts = the record's time: state code, group type, member count, and each owned partition."""
     samples: list[Sample] = []
     for change in changes:
         ts, group = change.ts, change.group_id
         samples.append(make(ts=ts, source=SOURCE, metric=GROUP_STATE_METRIC, kind="gauge",
                             value=state_code(change.state), group_id=group))  # fmt: skip
-        samples.append(make(ts=ts, source=SOURCE, metric=GROUP_MEMBERS_METRIC, kind="gauge",
-                            value=change.members, group_id=group))  # fmt: skip
         samples.append(make(ts=ts, source=SOURCE, metric=GROUP_TYPE_METRIC, kind="gauge",
                             value=GROUP_TYPE_CODE[change.protocol], group_id=group))  # fmt: skip
+        samples.append(make(ts=ts, source=SOURCE, metric=GROUP_MEMBERS_METRIC, kind="gauge",
+                            value=change.members, group_id=group))  # fmt: skip
         samples.extend(
             make.member(ts=ts, source=SOURCE, metric=PARTITION_ASSIGNED_METRIC, kind="gauge", value=1,
                         group_id=group, topic=topic, partition=partition, client_id=client_id,

@@ -27,6 +27,7 @@ from collectors.admin_samples import GROUP_STATE_CODES
 from collectors.base import SampleFactory, ScrapeResult
 from lagwatch.broker import free_port
 from lagwatch.config import Config, parse_config
+from lagwatch.vocabulary import Source
 from tests.collectors.group_members import GroupMember, wait_for
 from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.fixtures.real_kafka import RealKafkaBroker
@@ -235,7 +236,9 @@ def test_describe_groups_off_sends_no_member_counts_but_keeps_the_lag(
 
     assert result.ok, result.errors
     assert values(result, "consumer_lag", group_id=group) == {(group, topic, 0): 5.0}
-    assert values(result, "consumer_group_members") == {}
+    # No DescribeGroups answers: no member counts from the admin source (the commit log, when it
+    # is read, still publishes the membership changes it records, at no extra request).
+    assert values(result, "consumer_group_members", source=Source.ADMIN) == {}
 
 
 def earliest_offset(admin: AdminClient, topic: str, partition: int) -> int:
@@ -360,10 +363,11 @@ def test_a_topic_deleted_under_a_group_leaves_the_groups_other_topics_exact(
 
 
 def owners(result: ScrapeResult, group: str) -> dict[int, tuple[str | None, str | None, str | None]]:
-    """partition -> (member_id, client_id, host) from the cycle's partition_assigned samples."""
+    """partition -> (member_id, client_id, host) from the cycle's DescribeGroups partition_assigned
+    samples (the commit log's, when it is read, are its own series)."""
     found: dict[int, tuple[str | None, str | None, str | None]] = {}
     for s in result.samples:
-        if s.metric == "partition_assigned" and s.group_id == group:
+        if s.metric == "partition_assigned" and s.group_id == group and s.source == Source.ADMIN:
             assert s.value == 1.0 and s.partition not in found
             found[s.partition] = (s.member_id, s.client_id, s.host)  # type: ignore[attr-defined]
     return found

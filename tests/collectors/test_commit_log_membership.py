@@ -130,7 +130,8 @@ def test_admin_collector_publishes_log_membership_between_cycles(
         member.close()
         wait_until(lambda: published(False)[-1].metric == "consumer_group_members" and samples[-1].value == 0, 30,
                    "Empty is published between cycles")  # fmt: skip
-        assert samples[-2].metric == "consumer_group_state" and samples[-2].value == 1  # Empty
+        assert samples[-3].metric == "consumer_group_state" and samples[-3].value == 1  # Empty
+        assert samples[-2].metric == "consumer_group_type" and samples[-2].value in (1, 2)  # classic or consumer
         skipped = [s for s in collector.collect(int(time.time() * 1000), MAKE).samples
                    if s.metric == "commit_log_records_skipped_total"]  # fmt: skip
         assert skipped and skipped[0].client_id is None

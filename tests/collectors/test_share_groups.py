@@ -21,7 +21,7 @@ from collectors.base import SampleFactory
 from collectors.share_groups import ShareGroupReader, read_share_groups
 from lagwatch.broker import free_port
 from lagwatch.config import Config
-from lagwatch.membership import GROUP_STATE_CODE
+from lagwatch.membership import GROUP_STATE_CODE, GROUP_TYPE_CODE
 from tests.collectors.share_members import ShareMember, share_group_command
 from tests.fixtures.kafka_workload import KafkaWorkload
 
@@ -71,6 +71,7 @@ def test_share_lag_is_exact_and_agrees_with_the_brokers_tool(
             ("share_group_lag", topic, 0): PRODUCED - ACKNOWLEDGED,
             ("consumer_group_state", None, None): GROUP_STATE_CODE["Stable"],
             ("consumer_group_members", None, None): 1,
+            ("consumer_group_type", None, None): GROUP_TYPE_CODE["share"],
             ("partition_assigned", topic, 0): 1,
         }
         [owner] = [s for s in result.samples if s.metric == "partition_assigned" and s.group_id == group]
