@@ -35,16 +35,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from alerts.evaluate import Condition
+from alerts.evaluate import Condition, fingerprint  # noqa: F401 (fingerprint: part of this module's API)
 from alerts.events import make_event
 from alerts.receivers import AlertView, Notification, Timing, receiver_type
 from alerts.rules import CompiledRule
 from lagwatch.config import AlertReceiver, AlertsConfig, InhibitRule, parse_duration
 from lagwatch.silences import Silence
-
-
-def fingerprint(labels: dict[str, str]) -> str:
-    return hashlib.sha256(json.dumps(labels, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -91,7 +87,7 @@ class Notifier:
         events: list[dict[str, Any]] = []
         seen: set[str] = set()
         for condition in conditions:
-            fp = fingerprint(condition.labels)
+            fp = condition.fingerprint
             seen.add(fp)
             events += self._observe(fp, condition, now)
         for fp in [fp for fp in self.alerts if fp not in seen]:
