@@ -81,6 +81,27 @@ class Notifier:
         self.alerts = dict(state.get("alerts", {}))
         self.groups = dict(state.get("groups", {}))
 
+    # -- one evaluation cycle ----------------------------------------------------------------
+    def advance(
+        self,
+        conditions: list[Condition],
+        now: float,
+        silences: list[Silence],
+        *,
+        leading: bool = True,
+        skip_group_wait: bool = False,
+    ) -> tuple[list[Outgoing], list[dict[str, Any]]]:
+        """What one evaluation at `now` changes: notifications due (when leading) and events.
+
+        The live engine and the backtest both call this once per evaluation time, so `for`,
+        grouping, the group timers, inhibition and silences mean the same in both.
+        """
+        events = self.update(conditions, now, silences)
+        if not leading:
+            return [], events
+        outgoing, group_events = self.flush(now, skip_group_wait)
+        return outgoing, events + group_events
+
     # -- alert states ----------------------------------------------------------------------
     def update(self, conditions: list[Condition], now: float, silences: list[Silence]) -> list[dict[str, Any]]:
         """Advance every alert's state to `now`; return alert_events rows for what changed."""
