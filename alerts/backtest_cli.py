@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import math
 import sys
 import time
@@ -19,9 +20,9 @@ from typing import Any
 
 from alerts.backtest import backtest, compare
 from alerts.evaluate import Grid
-from alerts.rules import CompiledRule, compile_rules
+from alerts.rules import CompiledRule, compile_rules, effective_rules
 from lagwatch import exit_codes
-from lagwatch.backtest_report import Comparison, Report, to_json
+from lagwatch.backtest_report import Comparison, Report, rule_toml, to_json
 from lagwatch.config import Config, ConfigError, duration_seconds, parse_config
 
 #: At most this many alerts and notifications are listed per rule in the table (JSON has all).
@@ -149,8 +150,22 @@ def comparison_table(result: Comparison) -> str:
     return "\n".join(lines)
 
 
+def list_rules(config: Config, fmt: str) -> str:
+    """The rules a backtest can replay (configured and default), as JSON or as config TOML."""
+    rules = [r.model_dump(by_alias=True, exclude_defaults=True) for r in effective_rules(config.alerts)]
+    for rule, model in zip(rules, effective_rules(config.alerts), strict=True):
+        rule["name"] = model.name
+    if fmt == "json":
+        return json.dumps(rules)
+    return "\n".join(rule_toml(rule) for rule in rules)
+
+
 def run(config: Config, args: argparse.Namespace) -> int:
     """`lagwatch alerts backtest`."""
+    if args.list_rules:
+        base = with_rules_file(config, args.rules) if args.rules else config
+        print(list_rules(base, args.format))
+        return exit_codes.OK
     grid = grid_for(args, config.alerts.evaluate_every_s, time.time())
     base = with_rules_file(config, args.rules) if args.rules else config
     report = _run_one(base, args, grid)

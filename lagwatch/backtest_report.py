@@ -106,6 +106,24 @@ class Comparison:
     only_b: list[AlertRecord]
 
 
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
+    return json.dumps(str(value))  # a JSON string is a valid TOML basic string
+
+
+def rule_toml(rule: dict[str, Any]) -> str:
+    """One rule (as `--list-rules --format json` gives it) as a `[[alerts.rules]]` block for config.toml."""
+    lines = ["[[alerts.rules]]", *(f"{key} = {_toml_value(value)}" for key, value in rule.items())]
+    return "\n".join(lines) + "\n"
+
+
 def to_json(document: Report | Comparison) -> str:
     kind = "comparison" if isinstance(document, Comparison) else "report"
     return json.dumps({"kind": kind, **asdict(document)}, sort_keys=True)

@@ -90,6 +90,7 @@ def _add_backtest(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
     backtest.add_argument("--format", choices=["table", "json"], default="table")
     backtest.add_argument("--against", metavar="FILE", help="compare with the rules of this file")
     backtest.add_argument("--ignore-silences", action="store_true", help="replay as if no silence had existed")
+    backtest.add_argument("--list-rules", action="store_true", help="print the rules (TOML, or JSON) and exit")
     _add_common_options(backtest, default=argparse.SUPPRESS)
 
 
