@@ -254,7 +254,7 @@ def backtest(
     try:
         evaluator.load(grid.start, grid.end)
         log.info("backtest: read the lake for %d rules in %.1f s", len(needed), time.monotonic() - started)
-        timelines = evaluator.timelines(grid)
+        timelines = evaluator.timelines(grid, strict=True)
         conditions = sum(len(t.conditions) for t in timelines)
         log.info("backtest: %d condition spans over %d steps (%.1f s)", conditions, grid.steps,
                  time.monotonic() - started)  # fmt: skip

@@ -135,8 +135,8 @@ def _filters(rule: CompiledRule) -> str:
     """Rows of this rule's series (by-labels present) that are current at some step of the grid."""
     time_col = rule.source.time_column
     parts = [
-        f"{time_col} <= make_timestamptz($start + ($steps - 1) * $every)",
-        f"{time_col} > make_timestamptz($start - {_micros(rule.lookback_s)})",
+        f"{time_col} <= make_timestamptz({_START} + ({_STEPS} - 1) * {_EVERY})",
+        f"{time_col} > make_timestamptz({_START} - {_micros(rule.lookback_s)})",
     ]
     if rule.metric is not None:
         quoted = rule.metric.replace("'", "''")
@@ -149,14 +149,18 @@ def _micros(seconds: float) -> int:
     return round(seconds * 1_000_000)
 
 
+#: The grid's parameters in SQL, as BIGINT (a small bound value would be INT32 and overflow).
+_START, _EVERY, _STEPS = "CAST($start AS BIGINT)", "CAST($every AS BIGINT)", "CAST($steps AS BIGINT)"
+
+
 def _first_step(micros: str) -> str:
     """The first step at or after `micros` (epoch microseconds)."""
-    return f"greatest(0, ceil(({micros} - $start) / $every))::BIGINT"
+    return f"greatest(0, ceil(({micros} - {_START}) / {_EVERY}))::BIGINT"
 
 
 def _end_step(micros: str) -> str:
     """One past the last step strictly before `micros`."""
-    return f"least($steps, ceil(({micros} - $start) / $every))::BIGINT"
+    return f"least({_STEPS}, ceil(({micros} - {_START}) / {_EVERY}))::BIGINT"
 
 
 def one_series_per_alert(rule: CompiledRule) -> bool:
@@ -195,8 +199,8 @@ def _per_step_sql(rule: CompiledRule, group: str, series: str) -> str:
         per = "1.0" if rule.kind != "rate" else f"{rule.window_s!r}"
         return head + f"SELECT {step_range}, {group}, count(*) / {per} AS value, '' AS reason FROM at_step GROUP BY ALL"
     if rule.kind == "absence":
-        since = "(($start + k * $every) - max(e)) / 1e6"
-        return head + f"SELECT {step_range}, {group}, {since} AS value, '' AS reason FROM at_step GROUP BY ALL"
+        since = f"(({_START} + k * {_EVERY}) - max(e)) / 1e6"
+        return head + f"SELECT {step_range}, {group}, {since} AS value, '' AS reason FROM at_step GROUP BY k, {group}"
     if rule.kind == "rate":
         latest = "(arg_max(v, e) - arg_min(v, e)) / nullif((max(e) - min(e)) / 1e6, 0) AS v, NULL AS reason"
     else:
@@ -276,13 +280,19 @@ class Evaluator:
         for table, rules in by_table.items():
             self.connection().execute(_snapshot_sql(table, rules), params)
 
-    def timelines(self, grid: Grid) -> list[Timeline]:
-        """Every rule's true conditions over `grid`, read from the rows `load` copied."""
+    def timelines(self, grid: Grid, strict: bool = False) -> list[Timeline]:
+        """Every rule's true conditions over `grid`, read from the rows `load` copied.
+
+        Live, a rule that fails is logged and the others still run; `strict` (a backtest)
+        raises instead, since a report missing a rule would read as "it never fired".
+        """
         out: list[Timeline] = []
         for sql, rules in self._shapes.items():
             try:
                 out += self._shape_timelines(sql, rules, grid)
             except Exception:
+                if strict:
+                    raise
                 log.exception("rules %s failed to evaluate", ", ".join(r.name for r in rules))
         return out
 
