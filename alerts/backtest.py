@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from alerts.evaluate import Condition, Evaluator, Grid, Timeline, fingerprint
+from alerts.evaluate import Condition, Evaluator, Grid, Timeline, fingerprint, snapshot_name
 from alerts.notify import Notifier, Outgoing
 from alerts.rules import SOURCES, CompiledRule
 from lagwatch.backtest_report import (
@@ -173,11 +173,16 @@ def _rule_report(rule: CompiledRule, replayed: _Replayed, until: float) -> RuleR
 def status_changes(
     evaluator: Evaluator, cluster: str, since: float, until: float
 ) -> list[tuple[StatusChange, float | None]]:
-    """Groups going to STALL or worse within the range, each with the time of the group's next change."""
+    """Groups going to STALL or worse within the range, each with the time of the group's next change.
+
+    Read from the rows already loaded when a status rule loaded group_status, so the table is read once.
+    """
     source = SOURCES["group_status"]
     time_col = source.time_column
+    loaded = any(r.source is source and r.value_column == "status" for r in evaluator.rules)
+    table = snapshot_name("group_status") if loaded else "group_status"
     sql = (
-        f"WITH s AS (SELECT group_id, {time_col} AS changed_at, status FROM group_status "
+        f"WITH s AS (SELECT group_id, {time_col} AS changed_at, status FROM {table} "
         f"WHERE cluster = $cluster AND {time_col} > make_timestamptz($since) "
         f"AND {time_col} <= make_timestamptz($until) "
         f"AND {source.prune_column} > make_timestamptz($since - {round(source.prune_slack_s * 1e6)})), "

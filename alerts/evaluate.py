@@ -104,7 +104,8 @@ class Timeline:
             yield self.conditions[i]
 
 
-def _snapshot_name(table: str) -> str:
+def snapshot_name(table: str) -> str:
+    """The TEMP table `Evaluator.load` copies a lake table's rows into."""
     return f"recent_{table}"
 
 
@@ -175,7 +176,7 @@ def _segments_sql(rule: CompiledRule, group: str, series: str) -> str:
     lookback = _micros(rule.lookback_s)
     return (
         f"WITH rows AS (SELECT {series}, epoch_us({time_col}) AS e, {_value_expr(rule)} AS v, {reason} AS reason "
-        f"FROM {_snapshot_name(rule.source.table)} WHERE {_filters(rule)}), "
+        f"FROM {snapshot_name(rule.source.table)} WHERE {_filters(rule)}), "
         f"held AS (SELECT *, least(coalesce(lead(e) OVER (PARTITION BY {series} ORDER BY e), e + {lookback}), "
         f"e + {lookback}) AS e_end FROM rows) "
         f"SELECT {group}, v AS value, coalesce(reason, '') AS reason, {_first_step('e')} AS k_from, "
@@ -185,7 +186,7 @@ def _segments_sql(rule: CompiledRule, group: str, series: str) -> str:
 
 def _per_step_sql(rule: CompiledRule, group: str, series: str) -> str:
     """Each row joins the steps whose lookback (or rate window) it is in; values are per step."""
-    table = _snapshot_name(rule.source.table)
+    table = snapshot_name(rule.source.table)
     time_col = rule.source.time_column
     value = _value_expr(rule)
     horizon = rule.window_s if rule.kind == "rate" and rule.source.table != DEAD_LETTERS else rule.lookback_s
@@ -229,6 +230,23 @@ def shape_sql(rule: CompiledRule) -> str:
     return _per_step_sql(rule, group, series)
 
 
+def _snapshot_columns(rules: list[CompiledRule]) -> str:
+    """Only the columns the rules read: the views' dedupe then carries no other column."""
+    source = rules[0].source
+    names = {"cluster", source.time_column, *source.series}
+    if source.prune_column:
+        names.add(source.prune_column)
+    for rule in rules:
+        names.update(rule.by)
+        if rule.metric is not None:
+            names.add("metric")
+        if rule.value_column == "status":
+            names.update(("status", "reason"))
+        elif rule.source.table != DEAD_LETTERS:
+            names.add(rule.value_column)
+    return ", ".join(f'"{name}"' for name in sorted(names))
+
+
 def _snapshot_sql(table: str, rules: list[CompiledRule]) -> str:
     source = rules[0].source
     time_col = source.time_column
@@ -239,7 +257,8 @@ def _snapshot_sql(table: str, rules: list[CompiledRule]) -> str:
     if table in METRIC_TABLES:
         metrics = sorted({r.metric for r in rules if r.metric})
         where += " AND metric IN (" + ", ".join(f"'{m}'" for m in metrics) + ")"
-    return f"CREATE OR REPLACE TEMP TABLE {_snapshot_name(table)} AS SELECT * FROM {table} WHERE {where}"
+    columns = _snapshot_columns(rules)
+    return f"CREATE OR REPLACE TEMP TABLE {snapshot_name(table)} AS SELECT {columns} FROM {table} WHERE {where}"
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

@@ -528,8 +528,9 @@ def backtest_series(lake: Lake, scope: Scope, reads: dict[str, Any], label_sets:
     for i, label in enumerate(by):
         values = sorted({s.get(label, "") for s in chosen})
         if values:
-            where.append(f'CAST("{label}" AS VARCHAR) IN (SELECT unnest(${"v" + str(i)}))')
-            params["v" + str(i)] = values
+            name = f"labels_{chr(ord('a') + i)}"  # $names are letters only (see `run`)
+            where.append(f'CAST("{label}" AS VARCHAR) IN (SELECT unnest(${name}))')
+            params[name] = values
     series = " || ' ' || ".join(f"'{b}=' || CAST(\"{b}\" AS VARCHAR)" for b in by) or "cluster"
     sql = (
         f"SELECT time_bucket(to_seconds($bucket_s), {time_col}) AS time, {series} AS series, "

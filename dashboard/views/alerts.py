@@ -126,7 +126,6 @@ def _progress(work: Path) -> float:
     return found[-1] if found else 0.0
 
 
-@st.fragment(run_every=1.0)
 def _running() -> None:
     """Progress of the child while it runs; its report (or its error) once it ends."""
     job = st.session_state.get("backtest")
@@ -176,6 +175,15 @@ def _show_result(ctx: ui.AppContext, result: dict[str, Any]) -> None:
     y_title = reads["metric"] if reads["column"] in ("status", "count") else f"{reads['metric'] or reads['column']}"
     title = f"{rule.name}: {totals['alerts']} alerts, {totals['notifications']} notifications"
     ui.chart(charts.backtest_timeline(series, alerts, sent, zone, y_title=y_title, title=title), "backtest_timeline")
+    if rule.alerts:
+        ui.table(
+            pd.DataFrame(
+                [{"starts": pd.Timestamp(a.starts_at, unit="s", tz="UTC"),
+                  "ends": pd.Timestamp(a.ends_at, unit="s", tz="UTC") if a.ends_at else None,
+                  "labels": ", ".join(f"{k}={v}" for k, v in a.labels.items() if k != "alertname"),
+                  "muted by": a.suppressed.split(" {")[0]} for a in rule.alerts]
+            )
+        )  # fmt: skip
     changes = pd.DataFrame(
         [{"group_id": c.group_id, "status": f"{c.previous}→{c.status}", "at": pd.Timestamp(c.at, unit="s", tz="UTC"),
           "notified after": ui.duration(c.delays.get(rule.name)) if c.delays.get(rule.name) is not None else "never"}
@@ -205,7 +213,8 @@ def backtest(ctx: ui.AppContext) -> None:
     if st.button("Run backtest", disabled="backtest" in st.session_state):
         st.session_state.pop("backtest_error", None)
         _start_backtest(ctx, name, text, scope)
-    _running()
+    if "backtest" in st.session_state:
+        st.fragment(run_every=1.0)(_running)()
     if "backtest_error" in st.session_state:
         st.error(f"Backtest failed: {st.session_state['backtest_error']}")
     if "backtest_result" in st.session_state:
