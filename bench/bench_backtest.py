@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.bench_alerts import _with_all_columns
+from bench.bench_alerts import METRICS, _with_all_columns
 from bench.common import Result, cpu_seconds_self, peak_rss_mb_self
 from lagwatch.config import parse_config
 from lagwatch.lake import ensure_lake, write_rows
@@ -30,16 +30,6 @@ DAYS = 7
 STATUS_GROUPS = 2_000
 LAG_GROUPS, PARTITIONS = 200, 10
 BROKERS = 5
-METRICS = (
-    "under_replicated_partitions",
-    "offline_partitions",
-    "active_controller_count",
-    "up",
-    "leader_count",
-    "partition_count",
-    "messages_in_total",
-    "leader_elections_total",
-)
 BAR_S = 60.0
 
 
