@@ -90,11 +90,10 @@ class AlertEngine:
         started = time.monotonic()
         conditions = self.evaluator.evaluate(now)
         evaluate_s = time.monotonic() - started
-        events = self.notifier.update(conditions, now, active_silences(self.config, now))
-        outgoing = []
-        if leading:
-            outgoing, group_events = self.notifier.flush(now, skip_group_wait)
-            events += group_events
+        silences = active_silences(self.config, now)
+        outgoing, events = self.notifier.advance(
+            conditions, now, silences, leading=leading, skip_group_wait=skip_group_wait
+        )
         with self.store.transaction() as db:
             for item in outgoing:
                 n = item.notification

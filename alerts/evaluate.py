@@ -1,24 +1,43 @@
-"""Evaluate compiled rules over the lake: which alert conditions hold at time `now`.
+"""Evaluate compiled rules over the lake: which alert conditions hold at each evaluation time.
+
+One implementation serves the live engine and the backtest: a rule's query answers "at which
+steps of an evaluation grid does each series have which value". Live, the grid is one step
+(`now`); a backtest passes every evaluation time of its range and gets every answer from the
+same query, run once. A series' value at a step is what the live engine always read: its
+newest row with time <= step and within the rule's lookback (its window for rates), reduced
+over the series of one `by` label set. Thresholds are applied in numpy (`passes`) per rule.
 
 Why a snapshot first: the views dedupe the whole table (newest version per key), so 500 rules
-each scanning seven days would read the lake 500 times. Each cycle copies only the recent
-slice of each table the rules need (the time filter is on a key column, so DuckDB pushes it
-below the dedup into the Parquet scan) into a TEMP table, and then runs at most one small
-query per rule against it: rules that differ only in threshold, op, level or text share one
-query, and numpy picks each rule's series from its values. Every rule of a cycle sees the
-same data. Only rows of this engine's cluster (`[cluster] name`) count: one leader per cluster.
+each scanning seven days would read the lake 500 times. The rows of each table the rules need,
+for the grid's range plus the longest lookback, are copied once (the time filter is on a key
+column, so DuckDB pushes it below the dedup into the Parquet scan) into a TEMP table; then at
+most one query per rule shape runs against it: rules that differ only in threshold, op, level
+or text share one query. Every rule sees the same data. Only rows of this engine's cluster
+(`[cluster] name`) count: one leader per cluster.
 
-`now` is injectable: rows newer than `now` are ignored, so tests move time by writing rows.
+Two query forms, chosen by the rule's shape and never by who asks:
+- a rule whose `by` names every label of its series (one series per alert) is answered as
+  segments: each row is the series' newest from its time until the next row or its lookback
+  ends, so a week costs one pass over the rows;
+- any other rule (a reduce over series, a rate, an absence, dead letters) places each row on
+  the steps whose lookback it falls in and aggregates per step.
+Rows newer than a step are ignored at that step, so tests move time by writing rows.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import hashlib
+import json
 import logging
+import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from alerts.rules import DEAD_LETTERS, METRIC_TABLES, CompiledRule
 from lagwatch.config import Config
@@ -28,17 +47,65 @@ from lagwatch.vocabulary import STATUS_ORDER, status_rank
 log = logging.getLogger(__name__)
 
 
+def fingerprint(labels: dict[str, str]) -> str:
+    """An alert instance's identity: its label set."""
+    return hashlib.sha256(json.dumps(labels, sort_keys=True).encode()).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class Condition:
-    """One series for which a rule's condition holds now."""
+    """One series for which a rule's condition holds at an evaluation time."""
 
     rule: CompiledRule
     labels: dict[str, str]
     value: float
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        return fingerprint(self.labels)
 
-def _snapshot_name(table: str) -> str:
+
+@dataclass(frozen=True)
+class Grid:
+    """Evaluation times: `start`, then every `every_s` seconds, `steps` of them (epoch seconds)."""
+
+    start: float
+    every_s: float
+    steps: int
+
+    @classmethod
+    def over(cls, since: float, until: float, every_s: float) -> Grid:
+        return cls(since, every_s, math.floor((until - since) / every_s) + 1)
+
+    @property
+    def end(self) -> float:
+        return self.at(self.steps - 1)
+
+    def at(self, step: int) -> float:
+        return self.start + step * self.every_s
+
+    def params(self) -> dict[str, Any]:
+        """In whole microseconds, the lake's resolution, so a row at a step is exactly at it."""
+        return {"start": _micros(self.start), "every": _micros(self.every_s), "steps": self.steps}
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """One rule's true conditions over a grid: `conditions[i]` holds on steps [k_from[i], k_to[i])."""
+
+    rule: CompiledRule
+    conditions: list[Condition]
+    k_from: np.ndarray
+    k_to: np.ndarray
+
+    def at(self, step: int) -> Iterator[Condition]:
+        for i in np.flatnonzero((self.k_from <= step) & (step < self.k_to)):
+            yield self.conditions[i]
+
+
+def snapshot_name(table: str) -> str:
+    """The TEMP table `Evaluator.load` copies a lake table's rows into."""
     return f"recent_{table}"
 
 
@@ -66,9 +133,12 @@ def passes(rule: CompiledRule, values: np.ndarray) -> np.ndarray:
 
 
 def _filters(rule: CompiledRule) -> str:
-    """Rows of this rule's series (by-labels present) inside its lookback, up to $now."""
+    """Rows of this rule's series (by-labels present) that are current at some step of the grid."""
     time_col = rule.source.time_column
-    parts = [f"{time_col} <= $now", f"{time_col} > $now - to_seconds({float(rule.lookback_s)!r})"]
+    parts = [
+        f"{time_col} <= make_timestamptz({_START} + ({_STEPS} - 1) * {_EVERY})",
+        f"{time_col} > make_timestamptz({_START} - {_micros(rule.lookback_s)})",
+    ]
     if rule.metric is not None:
         quoted = rule.metric.replace("'", "''")
         parts.append(f"metric = '{quoted}'")
@@ -76,55 +146,127 @@ def _filters(rule: CompiledRule) -> str:
     return " AND ".join(parts)
 
 
-def shape_sql(rule: CompiledRule) -> str:
-    """The query behind a rule: every series' current value as (cluster, by-labels..., value, reason).
+def _micros(seconds: float) -> int:
+    return round(seconds * 1_000_000)
 
-    Rules that differ only in op, threshold, level, severity or text share the same query
-    text, so it runs once per cycle for all of them; `passes` then picks each rule's series.
-    """
-    table = _snapshot_name(rule.source.table)
+
+#: The grid's parameters in SQL, as BIGINT (a small bound value would be INT32 and overflow).
+_START, _EVERY, _STEPS = "CAST($start AS BIGINT)", "CAST($every AS BIGINT)", "CAST($steps AS BIGINT)"
+
+
+def _first_step(micros: str) -> str:
+    """The first step at or after `micros` (epoch microseconds)."""
+    return f"greatest(0, ceil(({micros} - {_START}) / {_EVERY}))::BIGINT"
+
+
+def _end_step(micros: str) -> str:
+    """One past the last step strictly before `micros`."""
+    return f"least({_STEPS}, ceil(({micros} - {_START}) / {_EVERY}))::BIGINT"
+
+
+def one_series_per_alert(rule: CompiledRule) -> bool:
+    """True when `by` names every label of the rule's series, so no reduce combines series."""
+    return rule.kind in ("threshold", "status") and set(rule.source.series) - {"cluster"} <= set(rule.by)
+
+
+def _segments_sql(rule: CompiledRule, group: str, series: str) -> str:
+    """Each row holds from its time until the series' next row or the end of its lookback."""
     time_col = rule.source.time_column
-    where = _filters(rule)
-    group = ", ".join(["cluster", *(f'"{b}"' for b in rule.by)])
+    reason = "reason" if rule.value_column == "status" else "NULL"
+    lookback = _micros(rule.lookback_s)
+    return (
+        f"WITH rows AS (SELECT {series}, epoch_us({time_col}) AS e, {_value_expr(rule)} AS v, {reason} AS reason "
+        f"FROM {snapshot_name(rule.source.table)} WHERE {_filters(rule)}), "
+        f"held AS (SELECT *, least(coalesce(lead(e) OVER (PARTITION BY {series} ORDER BY e), e + {lookback}), "
+        f"e + {lookback}) AS e_end FROM rows) "
+        f"SELECT {group}, v AS value, coalesce(reason, '') AS reason, {_first_step('e')} AS k_from, "
+        f"{_end_step('e_end')} AS k_to FROM held WHERE v IS NOT NULL AND {_first_step('e')} < {_end_step('e_end')}"
+    )
+
+
+def _per_step_sql(rule: CompiledRule, group: str, series: str) -> str:
+    """Each row joins the steps whose lookback (or rate window) it is in; values are per step."""
+    table = snapshot_name(rule.source.table)
+    time_col = rule.source.time_column
+    value = _value_expr(rule)
+    horizon = rule.window_s if rule.kind == "rate" and rule.source.table != DEAD_LETTERS else rule.lookback_s
+    rows = f"SELECT *, epoch_us({time_col}) AS e FROM {table} WHERE {_filters(rule)}"
+    if rule.kind == "rate" and rule.source.table != DEAD_LETTERS:
+        rows += f" AND {value} IS NOT NULL"
+    steps = f"SELECT *, unnest(range({_first_step('e')}, {_end_step(f'e + {_micros(horizon)}')})) AS k FROM rows"
+    head = f"WITH rows AS ({rows}), at_step AS ({steps}) "
+    step_range = "k AS k_from, k + 1 AS k_to"
     if rule.source.table == DEAD_LETTERS:
         per = "1.0" if rule.kind != "rate" else f"{rule.window_s!r}"
-        return f"SELECT {group}, count(*) / {per} AS value, '' AS reason FROM {table} WHERE {where} GROUP BY ALL"
+        return head + f"SELECT {step_range}, {group}, count(*) / {per} AS value, '' AS reason FROM at_step GROUP BY ALL"
     if rule.kind == "absence":
-        since = f"epoch($now) - epoch(max({time_col}))"
-        return f"SELECT {group}, {since} AS value, '' AS reason FROM {table} WHERE {where} GROUP BY ALL"
-    series = ", ".join(f'"{c}"' for c in rule.source.series)
-    value = _value_expr(rule)
+        since = f"(({_START} + k * {_EVERY}) - max(e)) / 1e6"
+        return head + f"SELECT {step_range}, {group}, {since} AS value, '' AS reason FROM at_step GROUP BY k, {group}"
     if rule.kind == "rate":
-        latest = (
-            f"(arg_max({value}, {time_col}) - arg_min({value}, {time_col})) / "
-            f"nullif(epoch(max({time_col})) - epoch(min({time_col})), 0) AS v, NULL AS reason"
-        )
-        window = f" AND {time_col} > $now - to_seconds({rule.window_s!r}) AND {value} IS NOT NULL"
+        latest = "(arg_max(v, e) - arg_min(v, e)) / nullif((max(e) - min(e)) / 1e6, 0) AS v, NULL AS reason"
     else:
         # The newest row's value even when NULL (then the series has no current value): a plain
         # arg_max skips NULLs and would bring back an older row's, e.g. a stale eta_s.
-        reason = f"arg_max_null(reason, {time_col})" if rule.value_column == "status" else "NULL"
-        latest = f"arg_max_null({value}, {time_col}) AS v, {reason} AS reason"
-        window = ""
+        reason = "arg_max_null(reason, e)" if rule.value_column == "status" else "NULL"
+        latest = f"arg_max_null(v, e) AS v, {reason} AS reason"
     return (
-        f"WITH latest AS (SELECT {series}, {latest} FROM {table} WHERE {where}{window} "
-        f"GROUP BY {series}) "
-        f"SELECT {group}, {rule.reduce}(v) AS value, coalesce(arg_max(reason, v), '') AS reason "
+        head + f", valued AS (SELECT *, {value} AS v FROM at_step), "
+        f"latest AS (SELECT k, {series}, {latest} FROM valued GROUP BY k, {series}) "
+        f"SELECT {step_range}, {group}, {rule.reduce}(v) AS value, coalesce(arg_max(reason, v), '') AS reason "
         f"FROM latest WHERE v IS NOT NULL GROUP BY ALL"
     )
+
+
+def shape_sql(rule: CompiledRule) -> str:
+    """The query behind a rule: (cluster, by-labels..., value, reason, k_from, k_to) over the grid.
+
+    Rules that differ only in op, threshold, level, severity or text share the same query
+    text, so it runs once for all of them; `passes` then picks each rule's series.
+    """
+    group = ", ".join(["cluster", *(f'"{b}"' for b in rule.by)])
+    series = ", ".join(f'"{c}"' for c in rule.source.series)
+    if one_series_per_alert(rule):
+        return _segments_sql(rule, group, series)
+    return _per_step_sql(rule, group, series)
+
+
+def _snapshot_columns(rules: list[CompiledRule]) -> str:
+    """Only the columns the rules read: the views' dedupe then carries no other column."""
+    source = rules[0].source
+    names = {"cluster", source.time_column, *source.series}
+    if source.prune_column:
+        names.add(source.prune_column)
+    for rule in rules:
+        names.update(rule.by)
+        if rule.metric is not None:
+            names.add("metric")
+        if rule.value_column == "status":
+            names.update(("status", "reason"))
+        elif rule.source.table != DEAD_LETTERS:
+            names.add(rule.value_column)
+    return ", ".join(f'"{name}"' for name in sorted(names))
 
 
 def _snapshot_sql(table: str, rules: list[CompiledRule]) -> str:
     source = rules[0].source
     time_col = source.time_column
     lookback = max(r.lookback_s for r in rules)
-    where = f"cluster = $cluster AND {time_col} <= $now AND {time_col} > $now - to_seconds({lookback!r})"
+    where = f"cluster = $cluster AND {time_col} <= $until AND {time_col} > $since - to_seconds({lookback!r})"
     if source.prune_column:
-        where += f" AND {source.prune_column} > $now - to_seconds({lookback + source.prune_slack_s!r})"
+        where += f" AND {source.prune_column} > $since - to_seconds({lookback + source.prune_slack_s!r})"
     if table in METRIC_TABLES:
         metrics = sorted({r.metric for r in rules if r.metric})
         where += " AND metric IN (" + ", ".join(f"'{m}'" for m in metrics) + ")"
-    return f"CREATE OR REPLACE TEMP TABLE {_snapshot_name(table)} AS SELECT * FROM {table} WHERE {where}"
+    columns = _snapshot_columns(rules)
+    return f"CREATE OR REPLACE TEMP TABLE {snapshot_name(table)} AS SELECT {columns} FROM {table} WHERE {where}"
+
+
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+def _utc(ts: float) -> dt.datetime:
+    """`ts` at the microsecond the grid's step arithmetic uses (`_micros`), not rounded apart from it."""
+    return _EPOCH + dt.timedelta(microseconds=_micros(ts))
 
 
 class Evaluator:
@@ -132,6 +274,7 @@ class Evaluator:
 
     def __init__(self, config: Config, rules: list[CompiledRule]) -> None:
         self.rules = rules
+        self.every_s = config.alerts.evaluate_every_s
         self._cluster = config.cluster.name
         self._lake = config.resolve_path(config.lake.path)
         self._duckdb = config.resolve_path(config.lake.duckdb_path)
@@ -140,46 +283,80 @@ class Evaluator:
         for rule in rules:
             self._shapes.setdefault(shape_sql(rule), []).append(rule)
 
-    def _connection(self) -> Any:
+    def connection(self) -> Any:
+        """The session (opened on first use): backtests read other facts of the range through it."""
         if self._con is None:
             self._con = connect_readonly(self._lake, self._duckdb)
             self._con.execute("SET enable_progress_bar = false")
         return self._con
 
-    def evaluate(self, now: float) -> list[Condition]:
-        """Conditions true at `now` (epoch seconds), one entry per series and rule."""
-        con = self._connection()
-        at = dt.datetime.fromtimestamp(now, dt.UTC)
+    def load(self, since: float, until: float) -> None:
+        """Copy the rows any step in [since, until] can read, once per table."""
         by_table: dict[str, list[CompiledRule]] = {}
         for rule in self.rules:
             by_table.setdefault(rule.source.table, []).append(rule)
+        params = {"since": _utc(since), "until": _utc(until), "cluster": self._cluster}
         for table, rules in by_table.items():
-            con.execute(_snapshot_sql(table, rules), {"now": at, "cluster": self._cluster})
-        conditions: list[Condition] = []
+            self.connection().execute(_snapshot_sql(table, rules), params)
+
+    def timelines(self, grid: Grid, strict: bool = False) -> list[Timeline]:
+        """Every rule's true conditions over `grid`, read from the rows `load` copied.
+
+        Live, a rule that fails is logged and the others still run; `strict` (a backtest)
+        raises instead, since a report missing a rule would read as "it never fired".
+        """
+        out: list[Timeline] = []
         for sql, rules in self._shapes.items():
             try:
-                result = con.execute(sql, {"now": at} if "$now" in sql else None).fetchnumpy()
+                out += self._shape_timelines(sql, rules, grid)
             except Exception:
+                if strict:
+                    raise
                 log.exception("rules %s failed to evaluate", ", ".join(r.name for r in rules))
-                continue
-            for rule in rules:
-                conditions.extend(self._conditions(rule, result))
-        return conditions
+        return out
+
+    def _shape_timelines(self, sql: str, rules: list[CompiledRule], grid: Grid) -> list[Timeline]:
+        """Values first (one float column), then labels only of the rows some rule passes."""
+        con = self.connection()
+        con.execute(f"CREATE OR REPLACE TEMP TABLE shape_rows AS SELECT row_number() OVER () AS i, * FROM ({sql})",
+                    grid.params())  # fmt: skip
+        found = con.execute("SELECT i, value FROM shape_rows").fetchnumpy()
+        ids, values = np.asarray(found["i"]), np.asarray(found["value"], dtype=float)
+        masks = [passes(rule, values) for rule in rules]
+        chosen = ids[np.logical_or.reduce(masks)] if masks else ids[:0]
+        con.register("chosen_rows", pa.table({"i": chosen}))
+        try:
+            rows = con.execute(
+                "SELECT * FROM shape_rows WHERE i IN (SELECT i FROM chosen_rows) ORDER BY i"
+            ).fetchnumpy()
+        finally:
+            con.unregister("chosen_rows")
+        position = {int(i): n for n, i in enumerate(rows["i"])}
+        return [
+            self._timeline(rule, rows, [position[int(i)] for i in ids[mask]])
+            for rule, mask in zip(rules, masks, strict=True)
+        ]
 
     @staticmethod
-    def _conditions(rule: CompiledRule, result: dict[str, np.ndarray]) -> list[Condition]:
-        values = np.asarray(result["value"], dtype=float)
-        out = []
-        for i in np.flatnonzero(passes(rule, values)):
-            labels = {"alertname": rule.name, "cluster": str(result["cluster"][i]), "severity": rule.severity}
+    def _timeline(rule: CompiledRule, rows: dict[str, np.ndarray], picked: list[int]) -> Timeline:
+        conditions = []
+        for n in picked:
+            labels = {"alertname": rule.name, "cluster": str(rows["cluster"][n]), "severity": rule.severity}
             labels.update(rule.labels)
-            labels.update({b: str(result[b][i]) for b in rule.by})
-            value = float(values[i])
-            extra: dict[str, Any] = {"reason": str(result["reason"][i])}
+            labels.update({b: str(rows[b][n]) for b in rule.by})
+            value = float(rows["value"][n])
+            extra: dict[str, Any] = {"reason": str(rows["reason"][n])}
             if rule.kind == "status":
                 extra["status"] = STATUS_ORDER[int(value)]
-            out.append(Condition(rule, labels, value, extra))
-        return out
+            conditions.append(Condition(rule, labels, value, extra))
+        k_from = np.asarray(rows["k_from"], dtype=np.int64)[picked]
+        k_to = np.asarray(rows["k_to"], dtype=np.int64)[picked]
+        return Timeline(rule, conditions, k_from, k_to)
+
+    def evaluate(self, now: float) -> list[Condition]:
+        """Conditions true at `now` (epoch seconds), one entry per series and rule."""
+        self.load(now, now)
+        return [c for timeline in self.timelines(Grid(now, self.every_s, 1)) for c in timeline.at(0)]
 
     def close(self) -> None:
         if self._con is not None:

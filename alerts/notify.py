@@ -35,16 +35,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from alerts.evaluate import Condition
+from alerts.evaluate import Condition, fingerprint  # noqa: F401 (fingerprint: part of this module's API)
 from alerts.events import make_event
 from alerts.receivers import AlertView, Notification, Timing, receiver_type
 from alerts.rules import CompiledRule
 from lagwatch.config import AlertReceiver, AlertsConfig, InhibitRule, parse_duration
 from lagwatch.silences import Silence
-
-
-def fingerprint(labels: dict[str, str]) -> str:
-    return hashlib.sha256(json.dumps(labels, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -85,13 +81,34 @@ class Notifier:
         self.alerts = dict(state.get("alerts", {}))
         self.groups = dict(state.get("groups", {}))
 
+    # -- one evaluation cycle ----------------------------------------------------------------
+    def advance(
+        self,
+        conditions: list[Condition],
+        now: float,
+        silences: list[Silence],
+        *,
+        leading: bool = True,
+        skip_group_wait: bool = False,
+    ) -> tuple[list[Outgoing], list[dict[str, Any]]]:
+        """What one evaluation at `now` changes: notifications due (when leading) and events.
+
+        The live engine and the backtest both call this once per evaluation time, so `for`,
+        grouping, the group timers, inhibition and silences mean the same in both.
+        """
+        events = self.update(conditions, now, silences)
+        if not leading:
+            return [], events
+        outgoing, group_events = self.flush(now, skip_group_wait)
+        return outgoing, events + group_events
+
     # -- alert states ----------------------------------------------------------------------
     def update(self, conditions: list[Condition], now: float, silences: list[Silence]) -> list[dict[str, Any]]:
         """Advance every alert's state to `now`; return alert_events rows for what changed."""
         events: list[dict[str, Any]] = []
         seen: set[str] = set()
         for condition in conditions:
-            fp = fingerprint(condition.labels)
+            fp = condition.fingerprint
             seen.add(fp)
             events += self._observe(fp, condition, now)
         for fp in [fp for fp in self.alerts if fp not in seen]:

@@ -367,6 +367,15 @@ def default_rules(alerts: AlertsConfig) -> list[AlertRule]:
     return [AlertRule.model_validate(row) for row in rows]
 
 
+def effective_rules(alerts: AlertsConfig) -> list[AlertRule]:
+    """The configured rules, then the default rules no configured rule replaces by name."""
+    configured = list(alerts.rules)
+    names = {r.name for r in configured}
+    if alerts.use_default_rules:
+        configured += [r for r in default_rules(alerts) if r.name not in names]
+    return configured
+
+
 def compile_rules(alerts: AlertsConfig) -> list[CompiledRule]:
     """Every configured (and default) rule, compiled; the first problem raises ConfigError."""
     receiver_names = [r.name for r in alerts.receivers]
@@ -374,10 +383,7 @@ def compile_rules(alerts: AlertsConfig) -> list[CompiledRule]:
     if duplicates:
         raise ConfigError(f"alerts.receivers: duplicate receiver name(s) {duplicates}")
     check_receiver_types(alerts.receivers)
-    configured = list(alerts.rules)
-    names = {r.name for r in configured}
-    if alerts.use_default_rules:
-        configured += [r for r in default_rules(alerts) if r.name not in names]
+    configured = effective_rules(alerts)
     seen: set[str] = set()
     for rule in configured:
         if rule.name in seen:

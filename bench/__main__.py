@@ -26,6 +26,7 @@ BENCHMARKS: dict[str, str] = {
     "spark job": "bench.bench_spark",
     "dashboard": "bench.bench_dashboard",
     "alerts": "bench.bench_alerts",
+    "alert backtest": "bench.bench_backtest",
     "http api": "bench.bench_api",
     "local stack": "bench.bench_stack",
     "detection": "bench.bench_detection",

@@ -171,3 +171,31 @@ def quick_chart(frame: pd.DataFrame, x: str, y: str, kind: str, zone: ZoneInfo) 
     fig = builder(shown, x=x, y=y)
     fig.update_layout(xaxis_title=x_title, yaxis_title=f"{y} (as queried)", height=360)
     return fig
+
+
+def backtest_timeline(
+    series: pd.DataFrame, alerts: pd.DataFrame, notifications: pd.DataFrame, zone: ZoneInfo, *, y_title: str, title: str
+) -> go.Figure:
+    """The metric a rule reads, with its would-be alerts as shaded spans and notifications as marks.
+
+    `series`: time, series, value; `alerts`: starts_at, ends_at, series; `notifications`: time, receiver, kind.
+    """
+    fig = px.line(local_times(series, zone), x="time", y="value", color="series") if len(series) else go.Figure()
+    for alert in alerts.itertuples():
+        start = pd.Timestamp(alert.starts_at, tz="UTC").tz_convert(str(zone))
+        end = pd.Timestamp(alert.ends_at, tz="UTC").tz_convert(str(zone))
+        fig.add_vrect(x0=start, x1=end, fillcolor=STATUS_COLOURS["STOP"], opacity=0.15, line_width=0)
+    if len(notifications):
+        shown = local_times(notifications, zone)
+        fig.add_trace(
+            go.Scatter(
+                x=shown["time"],
+                y=[0] * len(shown),
+                mode="markers",
+                marker={"symbol": "triangle-up", "size": 10, "color": "#1f77b4"},
+                name="notifications",
+                text=shown["receiver"] + " · " + shown["kind"],
+                hoverinfo="text+x",
+            )
+        )
+    return _layout(fig, zone, y_title, title)

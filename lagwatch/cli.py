@@ -26,7 +26,11 @@ Runner = Callable[[Config, argparse.Namespace], int]
 
 
 def run_alerts(config: Config, args: argparse.Namespace) -> int:
-    """`lagwatch alerts`: imported when called, so no other command loads the engine."""
+    """`lagwatch alerts [backtest]`: imported when called, so no other command loads the engine."""
+    if getattr(args, "alerts_command", None) == "backtest":
+        from alerts.backtest_cli import run as run_backtest
+
+        return run_backtest(config, args)
     from alerts.engine import run
 
     return run(config, args)
@@ -58,6 +62,7 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
 
     alerts = sub.add_parser("alerts", help="run the alert engine alone")
     alerts.add_argument("--once", action="store_true", help="evaluate and deliver once, then exit")
+    _add_backtest(alerts.add_subparsers(dest="alerts_command", metavar="{backtest}"))
 
     sql = sub.add_parser("sql", help="run a read-only DuckDB query over the lake")
     sql.add_argument("query", help='SQL, e.g. "select * from lag_1m limit 10"')
@@ -72,6 +77,21 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
     sub.add_parser("status", help="report each component's health")
     sub.add_parser("broker", help="run the embedded tansu broker alone and print its address")
     sub.add_parser("api", help="serve /metrics (Prometheus), Burrow's v3 API, /healthz and /readyz from the lake")
+
+
+def _add_backtest(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    backtest = sub.add_parser("backtest", help="replay rules over the lake's history; nothing is sent")
+    backtest.add_argument("--rules", metavar="FILE", help="TOML with [[alerts.rules]] / [[alerts.inhibit_rules]]")
+    backtest.add_argument("--rule", action="append", metavar="NAME", help="only this rule (repeatable)")
+    span = backtest.add_mutually_exclusive_group()
+    span.add_argument("--since", default="1d", metavar="DURATION", help="the range ending now (default: 1d)")
+    span.add_argument("--from", dest="from_", metavar="TS", help="range start, ISO 8601 (UTC unless a zone is given)")
+    backtest.add_argument("--to", metavar="TS", help="range end, ISO 8601 (with --from)")
+    backtest.add_argument("--format", choices=["table", "json"], default="table")
+    backtest.add_argument("--against", metavar="FILE", help="compare with the rules of this file")
+    backtest.add_argument("--ignore-silences", action="store_true", help="replay as if no silence had existed")
+    backtest.add_argument("--list-rules", action="store_true", help="print the rules (TOML, or JSON) and exit")
+    _add_common_options(backtest, default=argparse.SUPPRESS)
 
 
 def _add_common_options(parser: argparse.ArgumentParser, default: object) -> None:

@@ -1,12 +1,25 @@
-"""Alerts: what fires now, the event history, and silences (through the alert engine)."""
+"""Alerts: what fires now, the event history, silences, and backtesting a rule over the lake.
+
+The backtest runs `lagwatch alerts backtest --format json` as a child process (the dashboard
+never imports the alert engine) and reads its report (`lagwatch.backtest_report`); its stderr
+carries progress lines for the bar, and Cancel ends the child.
+"""
 
 from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from dashboard import queries, ui
+from dashboard import charts, queries, state, ui
 from lagwatch import alert_state
+from lagwatch import backtest_report as reports
 from lagwatch import silences as silence_store
 from lagwatch.config import ConfigError
 
@@ -81,7 +94,136 @@ def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
         ui.alert_table(data["events"])
 
 
+def _cli(ctx: ui.AppContext, *args: str) -> list[str]:
+    command = [sys.executable, "-m", "lagwatch.cli"]
+    if ctx.config.source_path:
+        command += ["--config", str(Path(ctx.config.source_path).resolve())]
+    return [*command, "alerts", "backtest", *args]
+
+
+@st.cache_data(show_spinner=False, ttl=300)
+def _rules(command: tuple[str, ...]) -> list[dict[str, Any]]:
+    """The rules a backtest can replay (configured and default), from `--list-rules`."""
+    done = subprocess.run(list(command), capture_output=True, text=True, timeout=60)
+    return json.loads(done.stdout) if done.returncode == 0 else []
+
+
+def _start_backtest(ctx: ui.AppContext, name: str, rule_text: str, scope: queries.Scope) -> None:
+    work = Path(tempfile.mkdtemp(prefix="lagwatch-backtest-"))
+    (work / "rules.toml").write_text(rule_text, encoding="utf-8")
+    command = _cli(ctx, "--rules", str(work / "rules.toml"), "--rule", name, "--format", "json",
+                   "--from", scope.start.isoformat(), "--to", scope.end.isoformat())  # fmt: skip
+    with open(work / "out.json", "wb") as out, open(work / "err.log", "wb") as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err, start_new_session=True)
+    st.session_state["backtest"] = {"process": process, "work": work, "rule": name, "toml": rule_text,
+                                    "scope": scope}  # fmt: skip
+    st.session_state.pop("backtest_result", None)
+
+
+def _progress(work: Path) -> float:
+    lines = (work / "err.log").read_text(encoding="utf-8", errors="replace").splitlines()
+    found = [p for p in (reports.progress_of(line) for line in lines) if p is not None]
+    return found[-1] if found else 0.0
+
+
+def _running() -> None:
+    """Progress of the child while it runs; its report (or its error) once it ends."""
+    job = st.session_state.get("backtest")
+    if not job:
+        return
+    process: subprocess.Popen[bytes] = job["process"]
+    if process.poll() is None:
+        st.progress(_progress(job["work"]), text=f"Backtesting {job['rule']}…")
+        if st.button("Cancel backtest"):
+            process.terminate()
+            process.wait(10)
+            st.session_state.pop("backtest")
+            st.rerun()
+        return
+    st.session_state.pop("backtest")
+    if process.returncode == 0:
+        st.session_state["backtest_result"] = {**job, "report": (job["work"] / "out.json").read_text()}
+    else:
+        error = (job["work"] / "err.log").read_text(errors="replace").strip().splitlines()
+        st.session_state["backtest_error"] = "\n".join(line for line in error if "backtest progress" not in line)
+    st.rerun()
+
+
+def _show_result(ctx: ui.AppContext, result: dict[str, Any]) -> None:
+    report = reports.from_json(result["report"])
+    assert isinstance(report, reports.Report)
+    [rule] = report.rules
+    zone = state.viewer_zone()
+    totals = rule.totals
+    columns = st.columns(4)
+    columns[0].metric("Would-be alerts", ui.number(totals["alerts"]))
+    columns[1].metric("Notifications", ui.number(totals["notifications"]))
+    columns[2].metric("Time firing", ui.duration(totals["firing_s"]))
+    columns[3].metric("Evaluations", ui.number(report.steps))
+    label_sets = [a.labels for a in rule.alerts]
+    series = queries.backtest_series(ctx.lake, result["scope"], rule.reads, label_sets)
+    alerts = pd.DataFrame(
+        [{"starts_at": a.starts_at, "ends_at": a.ends_at or report.until} for a in rule.alerts],
+        columns=["starts_at", "ends_at"],
+    )
+    sent = pd.DataFrame(
+        [{"time": pd.Timestamp(n.sent_at, unit="s", tz="UTC"), "receiver": n.receiver, "kind": n.kind}
+         for n in rule.notifications],
+        columns=["time", "receiver", "kind"],
+    )  # fmt: skip
+    reads = rule.reads
+    y_title = reads["metric"] if reads["column"] in ("status", "count") else f"{reads['metric'] or reads['column']}"
+    title = f"{rule.name}: {totals['alerts']} alerts, {totals['notifications']} notifications"
+    ui.chart(charts.backtest_timeline(series, alerts, sent, zone, y_title=y_title, title=title), "backtest_timeline")
+    if rule.alerts:
+        ui.table(
+            pd.DataFrame(
+                [{"starts": pd.Timestamp(a.starts_at, unit="s", tz="UTC"),
+                  "ends": pd.Timestamp(a.ends_at, unit="s", tz="UTC") if a.ends_at else None,
+                  "labels": ", ".join(f"{k}={v}" for k, v in a.labels.items() if k != "alertname"),
+                  "muted by": a.suppressed.split(" {")[0]} for a in rule.alerts]
+            )
+        )  # fmt: skip
+    changes = pd.DataFrame(
+        [{"group_id": c.group_id, "status": f"{c.previous}→{c.status}", "at": pd.Timestamp(c.at, unit="s", tz="UTC"),
+          "notified after": ui.duration(c.delays.get(rule.name)) if c.delays.get(rule.name) is not None else "never"}
+         for c in report.status_changes if rule.name in c.delays]
+    )  # fmt: skip
+    st.caption("Detection delay per status change (a group going STALL or worse)")
+    if changes.empty:
+        st.caption("No status change in this range for this rule to detect.")
+    else:
+        ui.table(ui.local_frame(changes))
+    st.caption("The rule as backtested, for config.toml:")
+    st.code(result["toml"], language="toml")
+
+
+def backtest(ctx: ui.AppContext) -> None:
+    rules = _rules(tuple(_cli(ctx, "--list-rules", "--format", "json")))
+    if not rules:
+        st.caption("No rules to backtest (or `lagwatch alerts backtest --list-rules` failed).")
+        return
+    names = [r["name"] for r in rules]
+    name = st.selectbox("Rule", names, key="backtest_rule")
+    chosen = next(r for r in rules if r["name"] == name)
+    text = st.text_area("Rule (edit a copy; validated as config.toml is)", reports.rule_toml(chosen),
+                        height=220, key=f"backtest_toml_{name}")  # fmt: skip
+    scope = ui.scope()
+    st.caption(f"Range: the page's range, {scope.start:%Y-%m-%d %H:%M} → {scope.end:%Y-%m-%d %H:%M} UTC.")
+    if st.button("Run backtest", disabled="backtest" in st.session_state):
+        st.session_state.pop("backtest_error", None)
+        _start_backtest(ctx, name, text, scope)
+    if "backtest" in st.session_state:
+        st.fragment(run_every=1.0)(_running)()
+    if "backtest_error" in st.session_state:
+        st.error(f"Backtest failed: {st.session_state['backtest_error']}")
+    if "backtest_result" in st.session_state:
+        _show_result(ctx, st.session_state["backtest_result"])
+
+
 st.title("Alerts")
 ui.lake_page(render)
 st.subheader("Silences")
 silences(ui.context())
+st.subheader("Backtest")
+backtest(ui.context())

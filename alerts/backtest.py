@@ -1,0 +1,311 @@
+"""Replay rules over the lake's history: what would they have raised and sent?
+
+Why it can answer exactly: the evaluator answers a rule for a whole evaluation grid with the
+same query the live engine runs for one step (`alerts.evaluate`), reading each table's rows for
+the range once; then the grid is stepped through in memory, and at each step the conditions
+true then go through `Notifier.advance`, the call the live engine makes every cycle. So `for`,
+thresholds, grouping, group_wait / group_interval / repeat_interval, inhibition and silences
+are the engine's own. Nothing is sent and nothing touches the engine's state: the notifier
+lives in memory and the lake is only read.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from alerts.evaluate import Condition, Evaluator, Grid, Timeline, fingerprint, snapshot_name
+from alerts.notify import Notifier, Outgoing
+from alerts.rules import SOURCES, CompiledRule
+from lagwatch.backtest_report import (
+    AlertRecord,
+    Comparison,
+    NotificationRecord,
+    Report,
+    RuleReport,
+    StatusChange,
+    progress_line,
+)
+from lagwatch.config import AlertReceiver, Config
+from lagwatch.silences import Silence, list_silences
+from lagwatch.vocabulary import status_rank
+
+log = logging.getLogger(__name__)
+
+#: Receiver that plans notifications when none is configured, so their timing is still shown.
+STAND_IN_RECEIVER = AlertReceiver(name="(any receiver)", url="http://backtest.invalid/")
+#: A status change counts from this level up (a group going STALL, STOP, ERR, LOSS).
+CHANGE_LEVEL = "STALL"
+PROGRESS_EVERY_S = 2.0
+
+
+@dataclass
+class _Replayed:
+    """What stepping the notifier through the grid produced."""
+
+    alerts: dict[str, list[AlertRecord]] = field(default_factory=dict)
+    notifications: list[tuple[NotificationRecord, list[dict[str, str]]]] = field(default_factory=list)
+
+
+def rules_needed(chosen: list[CompiledRule], every: list[CompiledRule], config: Config) -> list[CompiledRule]:
+    """The chosen rules plus every rule whose alerts could inhibit one (inhibition needs its source)."""
+    names = {r.name for r in chosen}
+
+    def may_source(rule: CompiledRule) -> bool:
+        static = {"alertname": rule.name, "severity": rule.severity, **rule.labels}
+        return any(
+            all(static.get(k, v) == v for k, v in inhibit.source_match.items())
+            for inhibit in config.alerts.inhibit_rules
+        )
+
+    return [r for r in every if r.name in names or may_source(r)]
+
+
+def _notifier(config: Config, rules: list[CompiledRule]) -> tuple[Notifier, bool]:
+    alerts = config.alerts
+    stand_in = not alerts.receivers
+    if stand_in:
+        alerts = alerts.model_copy(update={"receivers": [STAND_IN_RECEIVER]})
+    external_url = f"http://{config.dashboard.host}:{config.dashboard.port}"
+    return Notifier(alerts, rules, external_url), stand_in
+
+
+def _silences_at(silences: list[Silence], now: float) -> list[Silence]:
+    return [s for s in silences if s.active(now)]
+
+
+class _Steps:
+    """Which conditions hold at each step, from the timelines' [k_from, k_to) ranges."""
+
+    def __init__(self, timelines: list[Timeline]) -> None:
+        self.conditions: list[Condition] = [c for t in timelines for c in t.conditions]
+        k_from = np.concatenate([t.k_from for t in timelines]) if timelines else np.zeros(0, np.int64)
+        k_to = np.concatenate([t.k_to for t in timelines]) if timelines else np.zeros(0, np.int64)
+        self._starts, self._ends = np.argsort(k_from, kind="stable"), np.argsort(k_to, kind="stable")
+        self._k_from, self._k_to = k_from[self._starts], k_to[self._ends]
+        self._active: dict[int, Condition] = {}
+        self._next_start = self._next_end = 0
+
+    def at(self, step: int) -> list[Condition]:
+        """Call with steps in increasing order."""
+        while self._next_end < len(self._k_to) and self._k_to[self._next_end] <= step:
+            self._active.pop(int(self._ends[self._next_end]), None)
+            self._next_end += 1
+        while self._next_start < len(self._k_from) and self._k_from[self._next_start] <= step:
+            i = int(self._starts[self._next_start])
+            self._active[i] = self.conditions[i]
+            self._next_start += 1
+        return list(self._active.values())
+
+
+def _record_events(events: list[dict[str, Any]], replayed: _Replayed, open_alerts: dict[str, AlertRecord]) -> None:
+    """Alerts start at their `firing` event and end at `resolved`; suppression is noted on them."""
+    for event in events:
+        labels = json.loads(event["labels"])
+        fp = fingerprint(labels)
+        if event["event"] == "firing":
+            record = AlertRecord(labels["alertname"], labels, event["ts"], None)
+            open_alerts[fp] = record
+            replayed.alerts.setdefault(record.rule, []).append(record)
+        elif event["event"] == "resolved" and fp in open_alerts:
+            open_alerts.pop(fp).ends_at = event["ts"]
+        elif event["event"] in ("silenced", "inhibited") and fp in open_alerts:
+            open_alerts[fp].suppressed = event["detail"]
+
+
+def _record_outgoing(outgoing: list[Outgoing], replayed: _Replayed) -> None:
+    for item in outgoing:
+        n = item.notification
+        firing = [a.labels for a in n.alerts if a.status == "firing"]
+        rules = sorted({a.labels.get("alertname", "") for a in n.alerts})
+        record = NotificationRecord(
+            n.receiver, n.kind, n.sent_at, item.incident_key, item.seq, rules, len(firing), len(n.alerts) - len(firing)
+        )
+        replayed.notifications.append((record, firing))
+
+
+def _step_through(
+    grid: Grid, timelines: list[Timeline], notifier: Notifier, silences: list[Silence], progress: Callable[[int], None]
+) -> _Replayed:
+    steps, replayed, open_alerts = _Steps(timelines), _Replayed(), {}
+    for k in range(grid.steps):
+        now = grid.at(k)
+        outgoing, events = notifier.advance(steps.at(k), now, _silences_at(silences, now))
+        _record_events(events, replayed, open_alerts)
+        _record_outgoing(outgoing, replayed)
+        progress(k + 1)
+    return replayed
+
+
+def _reads(rule: CompiledRule) -> dict[str, Any]:
+    return {
+        "table": rule.source.table,
+        "time_column": rule.source.time_column,
+        "column": rule.value_column,
+        "metric": rule.metric,
+        "by": list(rule.by),
+        "reduce": rule.reduce,
+        "op": rule.op,
+        "threshold": rule.threshold,
+        "level": rule.level,
+        "for_s": rule.for_s,
+    }
+
+
+def _rule_report(rule: CompiledRule, replayed: _Replayed, until: float) -> RuleReport:
+    alerts = replayed.alerts.get(rule.name, [])
+    notifications = [n for n, _ in replayed.notifications if rule.name in n.rules]
+    by_receiver: dict[str, int] = {}
+    for n in notifications:
+        by_receiver[n.receiver] = by_receiver.get(n.receiver, 0) + 1
+    firing_s = sum((a.ends_at if a.ends_at is not None else until) - a.starts_at for a in alerts)
+    totals = {"alerts": len(alerts), "notifications": len(notifications), "firing_s": firing_s}
+    return RuleReport(rule.name, rule.kind, _reads(rule), alerts, notifications, {**totals, "by_receiver": by_receiver})
+
+
+def status_changes(
+    evaluator: Evaluator, cluster: str, since: float, until: float
+) -> list[tuple[StatusChange, float | None]]:
+    """Groups going to STALL or worse within the range, each with the time of the group's next change.
+
+    Read from the rows already loaded when a status rule loaded group_status, so the table is read once.
+    """
+    source = SOURCES["group_status"]
+    time_col = source.time_column
+    loaded = any(r.source is source and r.value_column == "status" for r in evaluator.rules)
+    table = snapshot_name("group_status") if loaded else "group_status"
+    sql = (
+        f"WITH s AS (SELECT group_id, {time_col} AS changed_at, status FROM {table} "
+        f"WHERE cluster = $cluster AND {time_col} > make_timestamptz($since) "
+        f"AND {time_col} <= make_timestamptz($until) "
+        f"AND {source.prune_column} > make_timestamptz($since - {round(source.prune_slack_s * 1e6)})), "
+        "t AS (SELECT *, lag(status) OVER (PARTITION BY group_id ORDER BY changed_at) AS previous FROM s) "
+        "SELECT group_id, epoch_us(changed_at) / 1e6, status, previous, "
+        "epoch_us(lead(changed_at) OVER (PARTITION BY group_id ORDER BY changed_at)) / 1e6 "
+        "FROM t WHERE previous IS NOT NULL AND status <> previous ORDER BY changed_at"
+    )
+    params = {"cluster": cluster, "since": round(since * 1e6), "until": round(until * 1e6)}
+    level = status_rank(CHANGE_LEVEL)
+    changes = []
+    for group_id, at, status, previous, next_at in evaluator.connection().execute(sql, params).fetchall():
+        if _rank(status) >= level and _rank(status) > _rank(previous):
+            changes.append((StatusChange(cluster, group_id, status, previous, at), next_at))
+    return changes
+
+
+def _rank(status: str) -> int:
+    try:
+        return status_rank(status)
+    except ValueError:
+        return -1
+
+
+def _firing_times(replayed: _Replayed, rule: str) -> dict[tuple[str, str], list[float]]:
+    """(cluster, group_id) -> when notifications carrying a firing alert of `rule` for it were sent."""
+    times: dict[tuple[str, str], list[float]] = {}
+    for notification, firing in replayed.notifications:
+        for labels in firing:
+            if labels.get("alertname") == rule and "group_id" in labels:
+                times.setdefault((labels.get("cluster", ""), labels["group_id"]), []).append(notification.sent_at)
+    return {key: sorted(values) for key, values in times.items()}
+
+
+def _with_delays(
+    changes: list[tuple[StatusChange, float | None]], rules: list[CompiledRule], replayed: _Replayed
+) -> list[StatusChange]:
+    """Per rule by group_id: seconds from the change to its first notification before the group's next change."""
+    sent_by_rule = {r.name: _firing_times(replayed, r.name) for r in rules if "group_id" in r.by}
+    for change, window_end in changes:
+        for name, sent_by_group in sent_by_rule.items():
+            sent = sent_by_group.get((change.cluster, change.group_id), [])
+            i = bisect.bisect_left(sent, change.at)
+            found = i < len(sent) and (window_end is None or sent[i] < window_end)
+            change.delays[name] = sent[i] - change.at if found else None
+    return [change for change, _ in changes]
+
+
+def _progress_logger(total: int) -> Callable[[int], None]:
+    last = [0.0]
+
+    def report(done: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] >= PROGRESS_EVERY_S:
+            last[0] = now
+            log.info(progress_line(done, total))
+
+    return report
+
+
+def backtest(
+    config: Config,
+    rules: list[CompiledRule],
+    chosen: list[str],
+    grid: Grid,
+    *,
+    ignore_silences: bool = False,
+) -> Report:
+    """Replay `rules` over `grid`; report the `chosen` ones (inhibiting rules are evaluated too)."""
+    started = time.monotonic()
+    picked = [r for r in rules if r.name in chosen]
+    needed = rules_needed(picked, rules, config)
+    evaluator = Evaluator(config, needed)
+    try:
+        evaluator.load(grid.start, grid.end)
+        log.info("backtest: read the lake for %d rules in %.1f s", len(needed), time.monotonic() - started)
+        timelines = evaluator.timelines(grid, strict=True)
+        conditions = sum(len(t.conditions) for t in timelines)
+        log.info("backtest: %d condition spans over %d steps (%.1f s)", conditions, grid.steps,
+                 time.monotonic() - started)  # fmt: skip
+        notifier, stand_in = _notifier(config, needed)
+        silences = [] if ignore_silences else [_silence(s) for s in list_silences(config)]
+        replayed = _step_through(grid, timelines, notifier, silences, _progress_logger(grid.steps))
+        changes = status_changes(evaluator, config.cluster.name, grid.start, grid.end)
+    finally:
+        evaluator.close()
+    return Report(
+        cluster=config.cluster.name,
+        since=grid.start,
+        until=grid.end,
+        evaluate_every_s=grid.every_s,
+        steps=grid.steps,
+        silences_applied=not ignore_silences,
+        stand_in_receiver=stand_in,
+        rules=[_rule_report(r, replayed, grid.end) for r in picked],
+        status_changes=_with_delays(changes, picked, replayed),
+        elapsed_s=time.monotonic() - started,
+    )
+
+
+def _silence(raw: dict[str, Any]) -> Silence:
+    return Silence(**{k: v for k, v in raw.items() if k != "active"})
+
+
+def _overlaps(a: AlertRecord, b: AlertRecord, until: float) -> bool:
+    a_end = a.ends_at if a.ends_at is not None else until
+    b_end = b.ends_at if b.ends_at is not None else until
+    return a.starts_at <= b_end and b.starts_at <= a_end
+
+
+def _only_in(mine: Report, theirs: Report) -> list[AlertRecord]:
+    """Alerts of `mine` that no alert of `theirs` with the same labels overlaps in time."""
+    other: dict[str, list[AlertRecord]] = {}
+    for rule in theirs.rules:
+        for alert in rule.alerts:
+            other.setdefault(fingerprint(alert.labels), []).append(alert)
+    return [
+        alert
+        for rule in mine.rules
+        for alert in rule.alerts
+        if not any(_overlaps(alert, o, mine.until) for o in other.get(fingerprint(alert.labels), []))
+    ]
+
+
+def compare(a: Report, b: Report) -> Comparison:
+    return Comparison(a=a, b=b, only_a=_only_in(a, b), only_b=_only_in(b, a))
