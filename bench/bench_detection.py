@@ -1,9 +1,11 @@
 """Detection: how soon the lag judgement notices what happens to a consumer group, end to end.
 
-Setup per collector interval (printed as it goes): a real Apache Kafka 3.8 broker
-(tests/fixtures/real_kafka.py, KAFKA_HOME as for the tests); the pipeline as an operator runs
-it, each part its own `lagwatch` process on the shipped config.toml: `collect` (admin
-collector, no JMX targets), `stream` (the Spark job, local[2], 2 s trigger) and `alerts`
+Setup per collector interval (printed as it goes): a real Apache Kafka broker
+(tests/fixtures/real_kafka.py, KAFKA_HOME as for the tests: 4.3.1 by default); the pipeline as an
+operator runs it, each part its own `lagwatch` process on the shipped config.toml: `collect`
+(admin collector, no JMX targets; `collect.commit_log = "auto"` reads `__consumer_offsets`, so
+commits and membership changes come from the log as they happen), `stream` (the Spark job,
+local[2], 2 s trigger) and `alerts`
 delivering to a real HTTP webhook receiver. Only the cluster, the paths, the receiver and the
 alert rules are overridden (plus `collect.interval_s` in the second run); `[lag]` and the
 other `[collect]` keys are the shipped ones. The shipped default rules judge group status at
@@ -13,13 +15,15 @@ rule per status instead, and groups notifications per consumer group (`group_by`
 
 Workload (bench/detection_workload.py): one topic of 4 partitions per scenario, a producer
 process writing 20 records/s into every partition throughout, and one confluent-kafka
-consumer process per group (auto-commit every 5 s). Every group runs healthy until the lake
+consumer process per group (auto-commit every 5 s; the classic group protocol unless named
+kip848, which uses KIP-848's `group.protocol=consumer`). Every group runs healthy until the lake
 has OK rows for it and two more collector intervals have passed; then, at T (this process's
 wall clock when it makes the change), each scenario's change is made:
 
 - healthy: none: every non-OK status the lake shows for it is a false alarm;
 - slow: it consumes at half the produce rate → WARN;
 - dead: the consumer closes (commit, LeaveGroup) and exits → STOP;
+- dead-kip848: the same with a KIP-848 consumer (its leave is a heartbeat with member epoch -1) → STOP;
 - dead-killed: SIGKILL, no LeaveGroup: the broker keeps the member until session.timeout.ms
   (45 s, librdkafka's default) → STALL while it is still a member, then STOP;
 - stuck: it stops calling poll() and stays alive (a member until max.poll.interval.ms) → STALL;
@@ -28,15 +32,19 @@ wall clock when it makes the change), each scenario's change is made:
 Measured per scenario and status: from T to the first `group_status` row read from the lake
 (DuckDB over the views, polled every 0.5 s) with that status and updated_at ≥ T, and from T to
 the arrival at the webhook of that status's alert for the group, raised after T. Bar where group
-membership decides the status (STOP after a clean exit, STALL): 2 collector intervals + 1
-trigger. The other figures are stated. A status not seen within 4 intervals + 90 s of T (plus
-the alert engine's evaluation period and group_wait, for the webhook) is reported as not
-detected (NaN). The scenarios of one interval run at once on one broker. docs/performance.md
-("Detection") describes the run for readers of the figures.
+membership decides the status (STALL, and STOP after a clean exit at a non-shipped interval): 2
+collector intervals + 1 trigger. At the shipped interval a clean leave's STOP is barred at
+LEAVE_BAR_S, as the commit log tells the leave without waiting for collector cycles. The run also
+checks that the collector read committed offsets from the commit log. The other figures are
+stated. A status not seen within 4 intervals + 90 s of T (plus the alert engine's evaluation
+period and group_wait, for the webhook) is reported as not detected (NaN). The scenarios of one
+interval run at once on one broker. docs/performance.md ("Detection") describes the run for
+readers of the figures; `python -m bench.bench_detection --interval 15 --only dead` runs a part.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime as dt
 import math
@@ -78,6 +86,8 @@ SETTLE_INTERVALS = 4
 START_TIMEOUT_S = 360.0
 #: librdkafka's default session.timeout.ms: a SIGKILLed member stays in the group this long.
 SESSION_TIMEOUT_S = 45.0
+#: Bar on STOP after the last member leaves cleanly, at the shipped interval: the log publishes the leave.
+LEAVE_BAR_S = 10.0
 #: How often the log shows every group's newest status, lag and member count.
 SUMMARY_EVERY_S = 15.0
 GROUP_PREFIX = "detect-"
@@ -100,6 +110,10 @@ class Scenario:
     barred: tuple[str, ...] = ()
     #: The change is SIGKILL instead of SIGUSR1.
     killed: bool = False
+    #: The change is the group's last member leaving cleanly: its barred STOP gets LEAVE_BAR_S at the shipped interval.
+    leaves: bool = False
+    #: The consumer's group.protocol (bench/detection_workload.py PROTOCOLS).
+    protocol: str = "classic"
 
     @property
     def group(self) -> str:
@@ -113,7 +127,8 @@ class Scenario:
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario("healthy", "healthy", ()),
     Scenario("slow", "slow", ("WARN",)),
-    Scenario("dead", "dead", ("STOP",), barred=("STOP",)),
+    Scenario("dead", "dead", ("STOP",), barred=("STOP",), leaves=True),
+    Scenario("dead-kip848", "dead", ("STOP",), barred=("STOP",), leaves=True, protocol="consumer"),
     Scenario("dead-killed", "healthy", ("STALL", "STOP"), barred=("STALL",), killed=True),
     Scenario("stuck", "stuck", ("STALL",), barred=("STALL",)),
     Scenario("rewinding", "rewinding", ("REWIND",)),
@@ -188,7 +203,7 @@ class Workload:
         self._start("producer", "produce", "--partitions", str(PARTITIONS), *(s.topic for s in scenarios))
         for s in scenarios:
             self._start(s.name, "consume", "--group", s.group, "--topic", s.topic, "--partitions", str(PARTITIONS),
-                        "--behaviour", s.behaviour)  # fmt: skip
+                        "--behaviour", s.behaviour, "--protocol", s.protocol)  # fmt: skip
 
     def change(self, scenario: Scenario) -> float:
         """Make the scenario's change; returns T (epoch seconds)."""
@@ -271,9 +286,13 @@ def status_rules() -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
+def shipped_config() -> dict[str, Any]:
+    return tomllib.loads((ROOT / "config.toml").read_text())
+
+
 def write_pipeline_config(work: Path, bootstrap: str, webhook_url: str, interval_s: float | None) -> Config:
     """The shipped config.toml with the broker, paths, receiver and rules of this run; validated."""
-    data = tomllib.loads((ROOT / "config.toml").read_text())
+    data = shipped_config()
     data.setdefault("cluster", {})["bootstrap_servers"] = bootstrap
     data.setdefault("transport", {})["bootstrap_servers"] = bootstrap
     data["jmx"] = {"targets": []}
@@ -288,6 +307,18 @@ def write_pipeline_config(work: Path, bootstrap: str, webhook_url: str, interval
     alerts["group_by"] = [*alerts.get("group_by", ["alertname", "cluster"]), "group_id"]
     path = write_config(work / "config.toml", data, status_rules(), [{"name": "bench", "url": webhook_url}])
     return load_and_validate(str(path))
+
+
+def commit_log_in_use(config: Config) -> float:
+    """The collector's newest `commit_log_in_use` in the lake: 1 when it read the commit log (NaN: no sample)."""
+    con = connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
+    try:
+        row = con.execute(
+            "SELECT arg_max(last, window_start) FROM metrics_10s WHERE metric = 'commit_log_in_use'"
+        ).fetchone()
+    finally:
+        con.close()
+    return float(row[0]) if row and row[0] is not None else math.nan
 
 
 def lake_rows(config: Config, since: float) -> list[GroupRow]:
@@ -401,9 +432,9 @@ class Watch:
                          f"{row.reason[:160]}")  # fmt: skip
             self.latest[row.group] = row.status
 
-    def wait_for_warmup(self, pipeline: Pipeline, interval_s: float) -> None:
+    def wait_for_warmup(self, pipeline: Pipeline, interval_s: float, scenarios: tuple[Scenario, ...]) -> None:
         """Every group OK in the lake, then WARMUP_CYCLES − 1 more collector intervals of running."""
-        groups = {s.group for s in SCENARIOS}
+        groups = {s.group for s in scenarios}
         ok: set[str] = set()
         deadline = time.monotonic() + START_TIMEOUT_S
         while not ok >= groups:
@@ -442,11 +473,21 @@ class Timing:
     #: Alert engine's delay on top of the lake: one evaluation period and the group_wait.
     alert_delay_s: float
     alert_text: str
+    #: The collector interval is config.toml's: the run the issue's leave bar is set for.
+    shipped: bool = False
 
     @property
     def bar_s(self) -> float:
         """Where group membership decides the status: 2 collector intervals + 1 trigger."""
         return 2 * self.interval_s + self.trigger_s
+
+    def bar(self, scenario: Scenario, status: str) -> tuple[float | None, str]:
+        """The bar on `status` after `scenario`'s change and how it is set (None: stated, not judged)."""
+        if status not in scenario.barred:
+            return None, ""
+        if scenario.leaves and self.shipped:
+            return LEAVE_BAR_S, f"bar = {LEAVE_BAR_S:g} s after a clean leave (the commit log tells it)"
+        return self.bar_s, f"bar = 2 intervals + 1 trigger ({self.trigger_s:g} s)"
 
     @property
     def lake_give_up_s(self) -> float:
@@ -460,11 +501,15 @@ class Timing:
     def of(cls, config: Config) -> Timing:
         every, wait = config.alerts.evaluate_every_s, duration_seconds(config.alerts.group_wait)
         text = f"alerts evaluated every {every:g} s, group_wait {wait:g} s"
-        return cls(config.collect.interval_s, config.spark.trigger_s, every + wait, text)
+        shipped = config.collect.interval_s == shipped_config()["collect"]["interval_s"]
+        return cls(config.collect.interval_s, config.spark.trigger_s, every + wait, text, shipped)
 
 
-def run_interval(interval_s: float | None) -> tuple[Timing, list[Detection], dict[float, str]]:
-    """One broker and pipeline, every scenario at once; (timing, detections, healthy group's rows)."""
+def run_interval(
+    interval_s: float | None, scenarios: tuple[Scenario, ...] = SCENARIOS
+) -> tuple[Timing, list[Detection], dict[float, str], float]:
+    """One broker and pipeline, every scenario at once; (timing, detections, healthy group's rows,
+    the collector's newest commit_log_in_use at the change)."""
     work = Path(tempfile.mkdtemp(prefix="lagwatch-bench-detection-"))
     receiver = WebhookReceiver(port=free_port())
     receiver.start()
@@ -472,16 +517,18 @@ def run_interval(interval_s: float | None) -> tuple[Timing, list[Detection], dic
         with RealKafkaBroker(work_dir=work / "kafka") as broker:
             config = write_pipeline_config(work, broker.bootstrap_servers, receiver.url, interval_s)
             timing = Timing.of(config)
-            progress(f"interval {timing.interval_s:g} s: broker {broker.bootstrap_servers}, work dir {work}")
+            progress(f"interval {timing.interval_s:g} s: {broker.name}, work dir {work}")
             watch = Watch(config, receiver, since=time.time())
             workload = Workload(work, broker.bootstrap_servers)
             pipeline = Pipeline(work, work / "config.toml")
             try:
-                workload.start(SCENARIOS)
+                workload.start(scenarios)
                 pipeline.start()
-                watch.wait_for_warmup(pipeline, timing.interval_s)
-                progress("before the change: " + ", ".join(f"{g} {s}" for g, s in sorted(watch.latest.items())))
-                changed = {scenario: workload.change(scenario) for scenario in SCENARIOS}
+                watch.wait_for_warmup(pipeline, timing.interval_s, scenarios)
+                log_in_use = commit_log_in_use(config)
+                progress(f"commit_log_in_use {log_in_use:g}; before the change: "
+                         + ", ".join(f"{g} {s}" for g, s in sorted(watch.latest.items())))  # fmt: skip
+                changed = {scenario: workload.change(scenario) for scenario in scenarios}
                 for scenario, changed_at in changed.items():
                     watch.detections += [
                         Detection(scenario, status, changed_at, timing, watch.latest.get(scenario.group, "none"))
@@ -497,7 +544,7 @@ def run_interval(interval_s: float | None) -> tuple[Timing, list[Detection], dic
                 workload.stop()
                 pipeline.stop()
         shutil.rmtree(work, ignore_errors=True)  # kept (and named above) when the run failed
-        return timing, watch.detections, watch.healthy_rows
+        return timing, watch.detections, watch.healthy_rows, log_in_use
     finally:
         receiver.stop()
 
@@ -510,7 +557,7 @@ def detection_results(timing: Timing, detections: list[Detection]) -> list[Resul
     rows = []
     for d in detections:
         name = f"{timing.interval_s:g} s interval: {d.scenario.name} → {d.status}"
-        bar = timing.bar_s if d.status in d.scenario.barred else None
+        bar, bar_text = timing.bar(d.scenario, d.status)
         lake_note = f"not detected within {timing.lake_give_up_s:.0f} s (then: {d.newest or 'no row'})"
         if d.lake_updated_at is not None:
             lake_note = f"row measured at +{d.lake_updated_at - d.changed_at:.1f} s (updated_at)"
@@ -519,7 +566,7 @@ def detection_results(timing: Timing, detections: list[Detection]) -> list[Resul
         if d.status_at_change != "OK":
             lake_note += f"; the group was {d.status_at_change} at the change"
         if bar is not None:
-            lake_note += f"; bar = 2 intervals + 1 trigger ({timing.trigger_s:g} s)"
+            lake_note += f"; {bar_text}"
         hook_note = timing.alert_text
         if d.webhook_at is None:
             hook_note = f"not delivered within {timing.webhook_give_up_s:.0f} s; {hook_note}"
@@ -537,16 +584,35 @@ def false_alarm_result(timing: Timing, healthy_rows: dict[float, str]) -> Result
                   note=note)  # fmt: skip
 
 
-def run(intervals: tuple[float | None, ...] = INTERVALS_S) -> list[Result]:
+def commit_log_result(timing: Timing, in_use: float) -> Result:
+    """The leave bar rests on the collector reading the commit log: judged, so a fallback to OffsetFetch shows."""
+    note = "the collector's newest commit_log_in_use at the change (collect.commit_log as shipped)"
+    return Result(f"{timing.interval_s:g} s interval: collector reads the commit log", in_use, "", 1, note=note)
+
+
+def run(intervals: tuple[float | None, ...] = INTERVALS_S, scenarios: tuple[Scenario, ...] = SCENARIOS) -> list[Result]:
     results: list[Result] = []
     for interval_s in intervals:
-        timing, detections, healthy_rows = run_interval(interval_s)
-        results.append(false_alarm_result(timing, healthy_rows))
+        timing, detections, healthy_rows, log_in_use = run_interval(interval_s, scenarios)
+        results.append(commit_log_result(timing, log_in_use))
+        if any(s.name == "healthy" for s in scenarios):
+            results.append(false_alarm_result(timing, healthy_rows))
         results.extend(detection_results(timing, detections))
     return results
 
 
-if __name__ == "__main__":
-    chosen = tuple(float(a) for a in sys.argv[1:]) or INTERVALS_S
-    for row in run(chosen):
+def main(argv: list[str]) -> int:
+    """`python -m bench.bench_detection [--interval S]... [--only NAME]...`: a part of the run, e.g. a quick check."""
+    parser = argparse.ArgumentParser(prog="python -m bench.bench_detection")
+    parser.add_argument("--interval", type=float, action="append", help="collector interval (s); default: "
+                        "the shipped one, then 5")  # fmt: skip
+    parser.add_argument("--only", action="append", choices=[s.name for s in SCENARIOS], help="scenario to run")
+    args = parser.parse_args(argv)
+    scenarios = tuple(s for s in SCENARIOS if not args.only or s.name in args.only)
+    for row in run(tuple(args.interval or INTERVALS_S), scenarios):
         print(f"{row.name}: {row.figure:,.2f} {row.unit} ({row.verdict}) {row.note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -5,6 +5,9 @@ consumer can be killed with SIGKILL, exit cleanly or freeze without touching the
 real consumer host would. A consumer behaves healthily (consumes everything, auto-commits every
 5 s) until it gets SIGUSR1, "the change"; then it does what its behaviour says and prints one
 line `changed <epoch ms>` on stdout. SIGTERM stops any of them (close, leave the group, exit 0).
+A consumer joins with the classic group protocol or with KIP-848's (`--protocol consumer`); a
+KIP-848 member leaves the session and heartbeat timeouts and the assignor to the broker, which
+owns them under that protocol (librdkafka refuses them there).
 
 Behaviours after the change:
 - healthy: nothing changes;
@@ -26,6 +29,8 @@ from types import FrameType
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 BEHAVIOURS = ("healthy", "slow", "dead", "stuck", "rewinding")
+#: `group.protocol` values: the classic rebalance protocol, or KIP-848's broker-driven one.
+PROTOCOLS = ("classic", "consumer")
 #: Records each partition of every topic gets per second.
 RATE_PER_PARTITION = 20
 #: Producer ticks per second (records go out in small batches, as a steady producer's do).
@@ -70,7 +75,9 @@ def produce(bootstrap: str, topics: list[str], partitions: int) -> None:
 class ScenarioConsumer:
     """One group member consuming `topic`; healthy until the change, then its behaviour."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, behaviour: str, produce_rate: float) -> None:
+    def __init__(
+        self, bootstrap: str, group: str, topic: str, behaviour: str, produce_rate: float, protocol: str = "classic"
+    ) -> None:
         self.behaviour = behaviour
         self.topic = topic
         self.slow_rate = produce_rate * SLOW_SHARE
@@ -80,6 +87,7 @@ class ScenarioConsumer:
             "client.id": f"{group}-consumer",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": True,
+            "group.protocol": protocol,
         }
         if behaviour == "rewinding":  # it stores what it processed, so a rewind is not undone by auto-commit
             settings["enable.auto.offset.store"] = False
@@ -142,6 +150,7 @@ def main(argv: list[str]) -> int:
     consumer.add_argument("--topic", required=True)
     consumer.add_argument("--partitions", type=int, required=True)
     consumer.add_argument("--behaviour", choices=BEHAVIOURS, required=True)
+    consumer.add_argument("--protocol", choices=PROTOCOLS, default="classic")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGTERM, _on_stop)
     signal.signal(signal.SIGINT, _on_stop)
@@ -150,7 +159,7 @@ def main(argv: list[str]) -> int:
         produce(args.bootstrap, args.topics, args.partitions)
     else:
         rate = RATE_PER_PARTITION * args.partitions
-        ScenarioConsumer(args.bootstrap, args.group, args.topic, args.behaviour, rate).run()
+        ScenarioConsumer(args.bootstrap, args.group, args.topic, args.behaviour, rate, args.protocol).run()
     return 0
 
 
