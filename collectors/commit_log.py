@@ -63,7 +63,7 @@ from collectors.commit_log_decode import (
     decode_group_metadata,
     decode_key,
 )
-from collectors.commit_log_groups import GroupBook, GroupChange
+from collectors.commit_log_groups import GroupBook, GroupChange, Owner
 from collectors.commit_log_records import DECODED, SKIPPED, decode_group_key, record_type_name, value_version
 from lagwatch.membership import (
     GROUP_EPOCH_METRIC,
@@ -430,24 +430,25 @@ def membership_samples(changes: list[GroupChange], make: SampleFactory) -> list[
                             value=GROUP_TYPE_CODE[change.protocol], group_id=group))  # fmt: skip
         samples.append(make(ts=ts, source=SOURCE, metric=GROUP_MEMBERS_METRIC, kind="gauge",
                             value=change.members, group_id=group))  # fmt: skip
-        samples.extend(
-            make.member(ts=ts, source=SOURCE, metric=PARTITION_ASSIGNED_METRIC, kind="gauge", value=1,
-                        group_id=group, topic=topic, partition=partition, client_id=client_id,
-                        member_id=member_id, host=host)
-            for topic, partition, member_id, client_id, host in change.owners
-        )  # fmt: skip
+        samples.extend(_partition_members(PARTITION_ASSIGNED_METRIC, change.owners, change, make))
         samples.extend(
             make.member(ts=ts, source=SOURCE, metric=MEMBER_EPOCH_METRIC, kind="gauge", value=epoch,
                         group_id=group, client_id=client_id, member_id=member_id, host=host)
             for member_id, client_id, host, epoch in change.member_epochs
         )  # fmt: skip
-        samples.extend(
-            make.member(ts=ts, source=SOURCE, metric=PARTITION_PENDING_METRIC, kind="gauge", value=1,
-                        group_id=group, topic=topic, partition=partition, client_id=client_id,
-                        member_id=member_id, host=host)
-            for topic, partition, member_id, client_id, host in change.pending
-        )  # fmt: skip
+        samples.extend(_partition_members(PARTITION_PENDING_METRIC, change.pending, change, make))
     return samples
+
+
+def _partition_members(
+    metric: str, owners: tuple[Owner, ...], change: GroupChange, make: SampleFactory
+) -> list[Sample]:
+    """A flag sample per partition naming its member: its owner, or the member it is pending for."""
+    return [
+        make.member(ts=change.ts, source=SOURCE, metric=metric, kind="gauge", value=1, group_id=change.group_id,
+                    topic=topic, partition=partition, client_id=client_id, member_id=member_id, host=host)
+        for topic, partition, member_id, client_id, host in owners
+    ]  # fmt: skip
 
 
 def skipped_samples(ts: int, make: SampleFactory, skipped: Counter[str]) -> list[Sample]:

@@ -39,20 +39,21 @@ def group_epoch(ts: int, epoch: int) -> dict:
     return parsed_sample(ts, "consumer_group_epoch", "gauge", epoch, source="commitlog", group_id="g")
 
 
-def operator_frame(rows: list[dict]) -> Any:
+def routed(rows: list[dict]) -> Any:
+    """The operator's rows (every role) of parsed samples, as route.py builds them."""
     for row in rows:
         del row["event_time"]
     operator, _ = route.operator_rows(pa.Table.from_pylist(rows), None, lag_routing=True)
-    frame = operator.to_pandas()
+    return operator.to_pandas()
+
+
+def operator_frame(rows: list[dict]) -> Any:
+    frame = routed(rows)
     return frame[frame["role"] != route.METRIC]
 
 
 def test_route_sends_pending_partitions_and_the_group_epoch_to_the_group_s_state():
-    rows = [*cycle(T0, {0: KA}, {1: KB}, "Reconciling"), group_epoch(T0, 3)]
-    for row in rows:
-        del row["event_time"]
-    operator, _ = route.operator_rows(pa.Table.from_pylist(rows), None, lag_routing=True)
-    frame = operator.to_pandas()
+    frame = routed([*cycle(T0, {0: KA}, {1: KB}, "Reconciling"), group_epoch(T0, 3)])
     metric_of = frame["series_key"].str.extract(r'^\["[^"]*","[^"]*","([^"]*)"')[0]
     roles = dict(zip(metric_of, frame["role"], strict=True))
     assert roles["partition_pending"] == route.MEMBER  # membership state only, like partition_assigned
