@@ -56,6 +56,7 @@ from collectors.admin_samples import (
     known_state_code,
     partition_offset_samples,
     partition_owner_samples,
+    partition_pending_samples,
 )
 from collectors.base import SampleFactory, ScrapeResult
 from collectors.commit_log import TOPIC as COMMIT_LOG_TOPIC
@@ -355,9 +356,8 @@ class AdminCollector:
                 )
             )
             if description is not None:
-                samples.extend(
-                    partition_owner_samples(group_id, description, self._topic_allowed, cycle.ts, cycle.make)
-                )
+                for describe in (partition_owner_samples, partition_pending_samples):
+                    samples.extend(describe(group_id, description, self._topic_allowed, cycle.ts, cycle.make))
         return samples
 
 

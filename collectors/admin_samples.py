@@ -28,6 +28,9 @@ their own:
 - `consumer_group_type`: the group's protocol (classic, consumer), where the answer names it.
 - `partition_assigned`: one sample per partition a group member owns (its labels name the
   member); a partition nobody owns has none.
+- `partition_pending`: one sample per partition in a consumer group member's target assignment
+  that it does not own yet (its labels name the member that will own it): assigned by the
+  coordinator, not yet reconciled by the member. A classic member has no target: none.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from lagwatch.membership import (
     GROUP_TYPE_CODE,
     GROUP_TYPE_METRIC,
     PARTITION_ASSIGNED_METRIC,
+    PARTITION_PENDING_METRIC,
 )
 from lagwatch.samples import Sample, label_text
 from lagwatch.vocabulary import GROUP_LOG_START_METRIC, Source
@@ -262,5 +266,26 @@ def partition_owner_samples(
                 samples.append(
                     make.member(ts=ts, source=SOURCE, metric=PARTITION_ASSIGNED_METRIC, kind="gauge", value=1,
                                 group_id=group_id, topic=tp.topic, partition=tp.partition, **owner)
+                )  # fmt: skip
+    return samples
+
+
+def partition_pending_samples(
+    group_id: str, description: ConsumerGroupDescription, topic_allowed: NameFilter, ts: int, make: SampleFactory
+) -> list[Sample]:
+    """`partition_pending` = 1 for each partition in a member's target assignment that it does
+    not own yet, labelled with that member: where the group is going, before it gets there."""
+    samples: list[Sample] = []
+    for member in description.members or []:
+        target = getattr(member, "target_assignment", None)
+        if target is None:
+            continue
+        owned = _partitions(member.assignment)
+        owner = {"client_id": member.client_id, "member_id": member.member_id, "host": member.host}
+        for topic, partition in sorted(_partitions(target) - owned):
+            if topic_allowed(topic):
+                samples.append(
+                    make.member(ts=ts, source=SOURCE, metric=PARTITION_PENDING_METRIC, kind="gauge", value=1,
+                                group_id=group_id, topic=topic, partition=partition, **owner)
                 )  # fmt: skip
     return samples

@@ -29,7 +29,8 @@ How it reads (one consumer thread per collector process, beside the admin collec
 - Group metadata records give each group's protocol, generation and members (client id,
   host, assigned partitions), kept in :meth:`CommitLogReader.groups`.
 - Membership (:mod:`collectors.commit_log_groups`): classic GroupMetadata and Kafka 4's
-  consumer-group records are folded into each group's state, members and owners; after each
+  consumer-group records are folded into each group's state, members and owners (and a consumer
+  group's epoch, member epochs and partitions assigned but not yet reconciled); after each
   batch every group whose membership changed is queued once (:meth:`CommitLogReader.drain_changes`),
   so a member leaving is published seconds after it left, not at the next DescribeGroups.
   Consumer groups name topics by id: :meth:`CommitLogReader.learn_topic_ids` names them.
@@ -62,15 +63,18 @@ from collectors.commit_log_decode import (
     decode_group_metadata,
     decode_key,
 )
-from collectors.commit_log_groups import GroupBook, GroupChange
+from collectors.commit_log_groups import GroupBook, GroupChange, Owner
 from collectors.commit_log_records import DECODED, SKIPPED, decode_group_key, record_type_name, value_version
 from lagwatch.membership import (
+    GROUP_EPOCH_METRIC,
     GROUP_MEMBERS_METRIC,
     GROUP_STATE_CODE,
     GROUP_STATE_METRIC,
     GROUP_TYPE_CODE,
     GROUP_TYPE_METRIC,
+    MEMBER_EPOCH_METRIC,
     PARTITION_ASSIGNED_METRIC,
+    PARTITION_PENDING_METRIC,
 )
 from lagwatch.samples import Sample
 from lagwatch.vocabulary import Source
@@ -412,23 +416,39 @@ def state_code(state: str) -> int:
 
 def membership_samples(changes: list[GroupChange], make: SampleFactory) -> list[Sample]:
     """Per change, the admin collector's membership metrics (lagwatch.membership) with source
-    `commitlog` and ts = the record's time: state code, group type, member count, and each owned partition."""
+    `commitlog` and ts = the record's time: a consumer group's epoch, state code, group type, member
+    count, each owned partition, then a consumer group's member epochs and pending partitions."""
     samples: list[Sample] = []
     for change in changes:
         ts, group = change.ts, change.group_id
+        if change.epoch is not None:
+            samples.append(make(ts=ts, source=SOURCE, metric=GROUP_EPOCH_METRIC, kind="gauge",
+                                value=change.epoch, group_id=group))  # fmt: skip
         samples.append(make(ts=ts, source=SOURCE, metric=GROUP_STATE_METRIC, kind="gauge",
                             value=state_code(change.state), group_id=group))  # fmt: skip
         samples.append(make(ts=ts, source=SOURCE, metric=GROUP_TYPE_METRIC, kind="gauge",
                             value=GROUP_TYPE_CODE[change.protocol], group_id=group))  # fmt: skip
         samples.append(make(ts=ts, source=SOURCE, metric=GROUP_MEMBERS_METRIC, kind="gauge",
                             value=change.members, group_id=group))  # fmt: skip
+        samples.extend(_partition_members(PARTITION_ASSIGNED_METRIC, change.owners, change, make))
         samples.extend(
-            make.member(ts=ts, source=SOURCE, metric=PARTITION_ASSIGNED_METRIC, kind="gauge", value=1,
-                        group_id=group, topic=topic, partition=partition, client_id=client_id,
-                        member_id=member_id, host=host)
-            for topic, partition, member_id, client_id, host in change.owners
+            make.member(ts=ts, source=SOURCE, metric=MEMBER_EPOCH_METRIC, kind="gauge", value=epoch,
+                        group_id=group, client_id=client_id, member_id=member_id, host=host)
+            for member_id, client_id, host, epoch in change.member_epochs
         )  # fmt: skip
+        samples.extend(_partition_members(PARTITION_PENDING_METRIC, change.pending, change, make))
     return samples
+
+
+def _partition_members(
+    metric: str, owners: tuple[Owner, ...], change: GroupChange, make: SampleFactory
+) -> list[Sample]:
+    """A flag sample per partition naming its member: its owner, or the member it is pending for."""
+    return [
+        make.member(ts=change.ts, source=SOURCE, metric=metric, kind="gauge", value=1, group_id=change.group_id,
+                    topic=topic, partition=partition, client_id=client_id, member_id=member_id, host=host)
+        for topic, partition, member_id, client_id, host in owners
+    ]  # fmt: skip
 
 
 def skipped_samples(ts: int, make: SampleFactory, skipped: Counter[str]) -> list[Sample]:

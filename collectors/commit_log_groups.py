@@ -8,16 +8,18 @@ each change at the moment it happened, where DescribeGroups gives one picture pe
   Empty. The record a first JoinGroup writes (generation 0, no protocol) is a group being
   created, not a state: it changes nothing here.
 - a consumer (KIP-848) group: one record per fact (group epoch, each member, each member's
-  current assignment, the target assignment's epoch). Its state is computed as the coordinator
-  computes it: no members Empty; group epoch ahead of the target assignment Assigning; a member
-  not yet at the target's epoch, or not STABLE, Reconciling; else Stable.
+  current assignment and target assignment, the target assignment's epoch). Its state is computed
+  as the coordinator computes it: no members Empty; group epoch ahead of the target assignment
+  Assigning; a member not yet at the target's epoch, or not STABLE, Reconciling; else Stable. A
+  change also gives the group epoch, each member's epoch, and the partitions pending: in a
+  member's target assignment but not yet in its current one (it will own them once reconciled).
 
 A group tombstone (the group was deleted, or converted between the classic and consumer
 protocols, where the other protocol's records follow at once) drops that protocol's state and
 publishes nothing: a group is only deleted once it is Empty, which was already published.
 
 After each batch of records, :meth:`GroupBook.changes` gives one :class:`GroupChange` per group
-whose state, members or owners differ from what was last given, at the time of its newest
+whose state, members, owners, epochs or pending partitions differ from what was last given, at the time of its newest
 record: a burst of records (a member leaving writes four) is one change.
 """
 
@@ -31,6 +33,7 @@ from collectors.commit_log_records import (
     CONSUMER_CURRENT_ASSIGNMENT,
     CONSUMER_GROUP_METADATA,
     CONSUMER_MEMBER_METADATA,
+    CONSUMER_TARGET_MEMBER,
     CONSUMER_TARGET_METADATA,
     MEMBER_STABLE,
     CurrentAssignment,
@@ -38,10 +41,15 @@ from collectors.commit_log_records import (
     decode_current_assignment,
     decode_epoch,
     decode_member_metadata,
+    decode_target_member,
 )
 
-#: (topic, partition, member_id, client_id, host): one owned partition.
+#: (topic, partition, member_id, client_id, host): one owned (or pending) partition.
 Owner = tuple[str, int, str, str, str]
+#: (topic id, partition): how a consumer group's records name a partition.
+TopicIdPartitions = tuple[tuple[bytes, int], ...]
+#: (member_id, client_id, host, member epoch): one member's epoch.
+MemberEpoch = tuple[str, str, str, int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +64,12 @@ class GroupChange:
     owners: tuple[Owner, ...]
     #: "classic" or "consumer": which protocol's records told it
     protocol: str
+    #: the group epoch (consumer groups; None for a classic group's record)
+    epoch: int | None = None
+    #: each member's epoch (consumer groups)
+    member_epochs: tuple[MemberEpoch, ...] = ()
+    #: partitions in a member's target assignment it does not own yet, named by that member
+    pending: tuple[Owner, ...] = ()
 
 
 @dataclass(slots=True)
@@ -66,6 +80,7 @@ class ConsumerGroup:
     target_epoch: int = -1
     members: dict[str, MemberMetadata] = field(default_factory=dict)
     assignments: dict[str, CurrentAssignment] = field(default_factory=dict)
+    targets: dict[str, TopicIdPartitions] = field(default_factory=dict)
 
     def state(self) -> str:
         if not self.members:
@@ -86,7 +101,7 @@ class GroupBook:
         self._topic_name = topic_name
         self._classic: dict[str, GroupMetadata] = {}
         self._consumer: dict[str, ConsumerGroup] = {}
-        self._given: dict[str, tuple[str, int, tuple[Owner, ...]]] = {}
+        self._given: dict[str, tuple[object, ...]] = {}
         self._touched: dict[str, int] = {}  # group -> newest record ts since the last changes()
         self._newest: dict[str, int] = {}  # group -> its newest record ts
 
@@ -119,6 +134,8 @@ class GroupBook:
             _put(state.members, member, decode_member_metadata(value) if value is not None else None)
         elif record_type == CONSUMER_CURRENT_ASSIGNMENT and member is not None:
             _put(state.assignments, member, decode_current_assignment(value) if value is not None else None)
+        elif record_type == CONSUMER_TARGET_MEMBER and member is not None:
+            _put(state.targets, member, decode_target_member(value) if value is not None else None)
         self._touch(group, ts)
 
     def forget(self, group: str) -> None:
@@ -147,7 +164,7 @@ class GroupBook:
                 self._given.pop(group, None)
                 self._newest.pop(group, None)
                 continue
-            picture = (change.state, change.members, change.owners)
+            picture = (change.state, change.members, change.owners, change.epoch, change.member_epochs, change.pending)
             if self._given.get(group) != picture:
                 self._given[group] = picture
                 if ts >= since_ts:
@@ -158,14 +175,7 @@ class GroupBook:
         """The group's membership now (None: no record of it, or deleted)."""
         consumer = self._consumer.get(group)
         if consumer is not None:
-            owners = tuple(
-                (topic, partition, member_id, meta.client_id, meta.client_host)
-                for member_id, meta in consumer.members.items()
-                if (assignment := consumer.assignments.get(member_id)) is not None
-                for topic_id, partition in assignment.partitions
-                if (topic := self._topic_name(topic_id)) is not None
-            )
-            return GroupChange(group, ts, consumer.state(), len(consumer.members), owners, "consumer")
+            return self._consumer_change(group, ts, consumer)
         classic = self._classic.get(group)
         if classic is None:
             return None
@@ -176,6 +186,33 @@ class GroupBook:
         )
         state = "Stable" if classic.members else "Empty"
         return GroupChange(group, ts, state, len(classic.members), owners, "classic")
+
+    def _consumer_change(self, group: str, ts: int, consumer: ConsumerGroup) -> GroupChange:
+        owners: list[Owner] = []
+        pending: list[Owner] = []
+        epochs: list[MemberEpoch] = []
+        for member_id, meta in consumer.members.items():
+            assignment = consumer.assignments.get(member_id)
+            owned = assignment.partitions if assignment is not None else ()
+            owners.extend(self._named(owned, member_id, meta))
+            pending.extend(self._named(_not_in(consumer.targets.get(member_id, ()), owned), member_id, meta))
+            if assignment is not None:
+                epochs.append((member_id, meta.client_id, meta.client_host, assignment.member_epoch))
+        return GroupChange(group, ts, consumer.state(), len(consumer.members), tuple(owners), "consumer",
+                           consumer.epoch if consumer.epoch >= 0 else None, tuple(epochs), tuple(pending))  # fmt: skip
+
+    def _named(self, partitions: TopicIdPartitions, member_id: str, meta: MemberMetadata) -> list[Owner]:
+        """The partitions (by topic id) as owners named by topic, those of unknown or denied topics left out."""
+        return [
+            (topic, partition, member_id, meta.client_id, meta.client_host)
+            for topic_id, partition in partitions
+            if (topic := self._topic_name(topic_id)) is not None
+        ]
+
+
+def _not_in(target: TopicIdPartitions, owned: TopicIdPartitions) -> TopicIdPartitions:
+    owned_set = set(owned)
+    return tuple(pair for pair in target if pair not in owned_set)
 
 
 def _put(facts: dict, member: str, fact: object | None) -> None:

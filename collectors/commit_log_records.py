@@ -11,8 +11,9 @@ group-coordinator/src/main/resources/common/message/*Key.json and *Value.json.
 Decoded, because together they tell a consumer group's membership as it changes
 (:mod:`collectors.commit_log_groups`): the group epoch (ConsumerGroupMetadata), each member's
 client id and host (ConsumerGroupMemberMetadata), the target assignment's epoch
-(ConsumerGroupTargetAssignmentMetadata) and each member's current assignment, epoch and state
-(ConsumerGroupCurrentMemberAssignment). A tombstone (no value) removes the fact: a member's
+(ConsumerGroupTargetAssignmentMetadata), each member's target assignment
+(ConsumerGroupTargetAssignmentMember: what it will own once reconciled) and each member's current
+assignment, epoch and state (ConsumerGroupCurrentMemberAssignment). A tombstone (no value) removes the fact: a member's
 three tombstones mean it left. The other types are named in :data:`SKIPPED` with the reason.
 """
 
@@ -57,13 +58,15 @@ RECORD_TYPES: dict[int, str] = {
     CONSUMER_GROUP_METADATA,
     CONSUMER_MEMBER_METADATA,
     CONSUMER_TARGET_METADATA,
+    CONSUMER_TARGET_MEMBER,
     CONSUMER_CURRENT_ASSIGNMENT,
-) = (3, 5, 6, 8)
+) = (3, 5, 6, 7, 8)
 #: The types decoded, with the one value version each that Kafka 4.3 writes.
 DECODED: dict[int, int] = {
     CONSUMER_GROUP_METADATA: 0,
     CONSUMER_MEMBER_METADATA: 0,
     CONSUMER_TARGET_METADATA: 0,
+    CONSUMER_TARGET_MEMBER: 0,
     CONSUMER_CURRENT_ASSIGNMENT: 0,
 }
 _SHARE = "share group: no committed offsets here (its progress is in __share_group_state)"
@@ -71,7 +74,6 @@ _STREAMS = "streams group: its members and tasks are not judged from the log"
 #: Why each other record type is skipped (counted per type, logged once).
 SKIPPED: dict[int, str] = {
     4: "subscribed topics' metadata, no membership",
-    7: "per-member target assignment: the current assignment names the owners, the target's epoch tells Assigning",
     9: _SHARE,
     10: _SHARE,
     11: _SHARE,
@@ -166,6 +168,14 @@ def decode_current_assignment(value: bytes) -> CurrentAssignment:
         return CurrentAssignment(member_epoch, state, assigned, pending)
     except (struct.error, UnicodeDecodeError, IndexError) as exc:
         raise CommitLogDecodeError(f"current assignment value {value[:64]!r}: {exc}") from exc
+
+
+def decode_target_member(value: bytes) -> tuple[tuple[bytes, int], ...]:
+    """ConsumerGroupTargetAssignmentMemberValue: the (topic id, partition) pairs the member is to own."""
+    try:
+        return _topic_partitions(Reader(value, 2, flexible=True))
+    except (struct.error, UnicodeDecodeError, IndexError) as exc:
+        raise CommitLogDecodeError(f"target assignment member value {value[:64]!r}: {exc}") from exc
 
 
 def _topic_partitions(reader: Reader) -> tuple[tuple[bytes, int], ...]:

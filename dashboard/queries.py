@@ -63,6 +63,7 @@ ELECTIONS, UP, SCRAPE_DURATION, LOG_END_OFFSET = vocabulary.require(
     "leader_elections_total", "up", "scrape_duration_seconds", "log_end_offset"
 )
 HEARTBEAT_METRICS = vocabulary.names_from(vocabulary.Source.HEARTBEAT)
+(MEMBER_EPOCH,) = vocabulary.require("consumer_group_member_epoch")
 #: Sample sources as the SQL below names them.
 _ADMIN, _JMX, _TARGETS = vocabulary.Source.ADMIN, vocabulary.JMX_SOURCES, vocabulary.TARGET_SOURCES
 _SCRAPED_SOURCES = (*_TARGETS, vocabulary.Source.PROBE.value)
@@ -190,7 +191,7 @@ GROUP BY ALL ORDER BY source, broker, client_id
 SQL_GROUPS_LATEST = newest_rows(
     "group_status",
     "group_id, status, reason, rule, total_lag, max_lag, max_time_lag_s, partitions, topics, "
-    "group_state, members, rebalances, group_type, updated_at",
+    "group_state, members, rebalances, group_type, group_epoch, updated_at",
     key="group_id",
     where="cluster = $cluster AND window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end "
     "AND updated_at >= $recent_start AND updated_at < $end",
@@ -278,11 +279,24 @@ FROM per_window GROUP BY ALL ORDER BY time, topic_partition
 SQL_GROUP_OWNERS = newest_rows(
     "lag_1m",
     "topic, partition, lag, status, retention_margin, retention_margin_s, "
-    "owner_client_id, owner_host, owner_member_id, owner_changes, window_start AS minute",
+    "owner_client_id, owner_host, owner_member_id, owner_changes, owner_pending, window_start AS minute",
     key="topic, partition",
     where=f"{_IN_LATEST} AND group_id = $group",
     order_by="lag DESC, topic, partition",
 )
+
+#: A consumer (KIP-848) group's member epochs in the newest minute the commit log recorded a change
+#: (each change carries every member's epoch); metrics_1m keys them by client id.
+SQL_GROUP_MEMBER_EPOCHS = f"""
+WITH epochs AS (
+  SELECT client_id, "last" AS member_epoch, window_start
+  FROM metrics_1m
+  WHERE {_IN_LATEST} AND group_id = $group AND metric = '{MEMBER_EPOCH}' AND source = '{vocabulary.Source.COMMITLOG}'
+)
+SELECT client_id, member_epoch FROM epochs
+QUALIFY window_start = max(window_start) OVER ()
+ORDER BY client_id
+"""
 
 SQL_GROUP_STATUS_HISTORY = """
 SELECT updated_at AS time, status, reason, total_lag
@@ -428,6 +442,7 @@ def group_detail(lake: Lake, scope: Scope, group: str) -> Frames:
         partitions = run(con, SQL_GROUP_PARTITIONS, group=group, **p)
         status = run(con, SQL_GROUP_STATUS_HISTORY, group=group, **p)
         owners = run(con, SQL_GROUP_OWNERS, group=group, **p)
+        member_epochs = run(con, SQL_GROUP_MEMBER_EPOCHS, group=group, **p)
     history = partitions.groupby("time", as_index=False).agg(
         lag=("lag", "sum"),
         time_lag_s=("time_lag_s", "max"),
@@ -439,6 +454,7 @@ def group_detail(lake: Lake, scope: Scope, group: str) -> Frames:
         "history": history,
         "status": status,
         "owners": owners,
+        "member_epochs": member_epochs,
     }
 
 

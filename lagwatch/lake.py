@@ -108,6 +108,9 @@ TABLES: dict[str, Table] = {
                 ("owner_host", "VARCHAR"),
                 #: How often the owning member changed within this minute (a rebalance moved it).
                 ("owner_changes", "INTEGER"),
+                #: Consumer (KIP-848) groups: the member the partition is assigned to but that does
+                #: not own it yet, in the same cycle ("client on host"); NULL when reconciled.
+                ("owner_pending", "VARCHAR"),
                 #: The group's protocol as newest read (classic, consumer, share, streams;
                 #: lagwatch/membership.py GROUP_TYPES): NULL when the broker never said.
                 ("group_type", "VARCHAR"),
@@ -139,6 +142,9 @@ TABLES: dict[str, Table] = {
                 #: The group's protocol as newest read (classic, consumer, share, streams): NULL
                 #: when the broker never said (tansu, or DescribeGroups off on a broker before 3.8).
                 ("group_type", "VARCHAR"),
+                #: A consumer (KIP-848) group's epoch as newest read from the commit log; NULL for
+                #: classic groups and without the commit log.
+                ("group_epoch", "INTEGER"),
                 #: The 1-minute window this status belongs to (one row per group and minute).
                 ("window_start", "TIMESTAMPTZ"),
                 #: When the newest observation behind this status was measured (never in the future).

@@ -11,9 +11,18 @@ for a group. Each cycle the admin collector describes every collected group (Des
   partition, client_id and the sample's two member fields, ``member_id`` and ``host``
   (``lagwatch.samples.MemberSample``).
 
+Consumer (KIP-848) groups add what the classic protocol has no word for:
+
+- ``partition_pending`` = 1 for every partition in a member's target assignment that the member
+  does not own yet (assigned, not yet reconciled), labelled like ``partition_assigned`` with the
+  member that will own it (DescribeGroups' target assignment, and the commit log's);
+- ``consumer_group_epoch`` (label group_id) and ``consumer_group_member_epoch`` (labels group_id,
+  client_id, member_id, host): the group epoch and each member's epoch, from the commit log only
+  (the Python client's describe does not carry them).
+
 The Spark job keeps these beside the group's lag state and writes the owner of each
-partition into ``lag_1m`` and the group's state, member count and rebalances into
-``group_status`` (docs/architecture.md names the columns).
+partition (and its pending owner) into ``lag_1m`` and the group's state, member count, epoch and
+rebalances into ``group_status`` (docs/architecture.md names the columns).
 """
 
 from __future__ import annotations
@@ -23,8 +32,14 @@ from lagwatch.vocabulary import require
 GROUP_STATE_METRIC, GROUP_MEMBERS_METRIC, GROUP_TYPE_METRIC, PARTITION_ASSIGNED_METRIC = require(
     "consumer_group_state", "consumer_group_members", "consumer_group_type", "partition_assigned"
 )
+PARTITION_PENDING_METRIC, GROUP_EPOCH_METRIC, MEMBER_EPOCH_METRIC = require(
+    "partition_pending", "consumer_group_epoch", "consumer_group_member_epoch"
+)
 #: Per-group membership metrics (label group_id only).
-GROUP_METRICS: tuple[str, ...] = (GROUP_STATE_METRIC, GROUP_MEMBERS_METRIC, GROUP_TYPE_METRIC)
+GROUP_METRICS: tuple[str, ...] = (GROUP_STATE_METRIC, GROUP_MEMBERS_METRIC, GROUP_TYPE_METRIC, GROUP_EPOCH_METRIC)
+#: Per-partition membership metrics naming a member (``MemberSample``): its owner, and the member
+#: whose target assignment holds it while it is not reconciled yet.
+MEMBER_METRICS: tuple[str, ...] = (PARTITION_ASSIGNED_METRIC, PARTITION_PENDING_METRIC)
 #: Kafka's group state names; a state's ``consumer_group_state`` code is its index. Classic groups
 #: rebalance through PreparingRebalance and CompletingRebalance, consumer (KIP-848) groups through
 #: Assigning (the coordinator computes a new target assignment) and Reconciling (members converge on it).

@@ -130,6 +130,16 @@ METRICS: tuple[Metric, ...] = (
     Metric("partition_assigned", "gauge", "flag (1)",
            ("group_id", "topic", "partition", "client_id", "member_id", "host"), (Source.ADMIN, Source.COMMITLOG),
            "A group member owns the partition; the labels name it (DescribeConsumerGroups, or the commit log)"),
+    Metric("partition_pending", "gauge", "flag (1)",
+           ("group_id", "topic", "partition", "client_id", "member_id", "host"), (Source.ADMIN, Source.COMMITLOG),
+           "Consumer (KIP-848) group: the partition is in a member's target assignment but not yet owned by it "
+           "(not reconciled); the labels name the member that will own it"),
+    Metric("consumer_group_epoch", "gauge", "epoch", ("group_id",), (Source.COMMITLOG,),
+           "Consumer (KIP-848) group's epoch (bumped by every membership or subscription change), from the commit log"),
+    Metric("consumer_group_member_epoch", "gauge", "epoch", ("group_id", "client_id", "member_id", "host"),
+           (Source.COMMITLOG,),
+           "Consumer (KIP-848) group member's epoch: the group epoch it has reconciled to (below the group "
+           "epoch: still reconciling), from the commit log"),
     # Added by the runner for every scrape target (source = the target's).
     Metric("up", "gauge", "0/1", ("broker", "client_id"), TARGET_SOURCES,
            "1 when the target answered within its timeout"),

@@ -10,8 +10,8 @@ decides each record's bucket and role and packs each bucket's rows as one Arrow 
   collector's cycle or the commit log, or the group's ``consumer_group_state`` /
   ``consumer_group_members`` from either) goes to its group's bucket, where the group's lag and membership
   state and the sample's metric windows all live;
-- a member sample (``partition_assigned`` from the admin collector or the commit log, which names
-  the partition's owner) goes to its
+- a member sample (``partition_assigned`` or ``partition_pending`` from the admin collector or the
+  commit log, which names the partition's owner or the member it is assigned to) goes to its
   group's bucket too, for the membership state only: it has no metric windows, since the
   metrics tables have no member columns (its values are lag_1m's owner columns);
 - a dead letter (``error`` set) goes to a bucket by its offset and passes the state untouched;
@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from lagwatch.membership import GROUP_METRICS, PARTITION_ASSIGNED_METRIC
+from lagwatch.membership import GROUP_METRICS, MEMBER_METRICS
 from lagwatch.vocabulary import BROKER_EVENT_METRICS, TARGET_SOURCES, Source
 from spark_jobs import packed
 from spark_jobs.lag.pairing import LAG_METRICS, LAG_SOURCES
@@ -228,9 +228,7 @@ def _series_routes(series: pa.Table, lag_routing: bool) -> SeriesRoutes:
         broker_event=_selected(series, TARGET_SOURCES, BROKER_EVENT_METRICS)
         & pc.is_null(series.column("topic")).to_numpy(zero_copy_only=False),
     )
-    routes.role[_selected(series, MEMBERSHIP_SOURCES, PARTITION_ASSIGNED_METRIC, "group_id", "topic", "partition")] = (
-        MEMBER
-    )
+    routes.role[_selected(series, MEMBERSHIP_SOURCES, MEMBER_METRICS, "group_id", "topic", "partition")] = MEMBER
     if lag_routing:
         group_rows = _selected(series, MEMBERSHIP_SOURCES, GROUP_METRICS, "group_id")
         lag_rows = _selected(series, LAG_SOURCES, LAG_METRICS, "group_id", "topic", "partition")

@@ -43,6 +43,7 @@ OWNER_COLUMNS = [
     "owner_host",
     "owner_member_id",
     "owner_changes",
+    "owner_pending",
 ]
 
 
@@ -99,8 +100,10 @@ def drill_down(ctx: ui.AppContext, scope: queries.Scope, groups: pd.DataFrame) -
     tiles[5].metric("Members", ui.number(row["members"]))
     tiles[6].metric("Rebalances (lag window)", ui.number(row["rebalances"]))
     group_state = "not described" if pd.isna(row["group_state"]) else row["group_state"]
-    st.caption(f"Reason: {row['reason']} · group state: {group_state} · {eta_basis(row['rate_span_s'])}")
+    epoch = "" if pd.isna(row["group_epoch"]) else f" · group epoch: {int(row['group_epoch'])}"
+    st.caption(f"Reason: {row['reason']} · group state: {group_state}{epoch} · {eta_basis(row['rate_span_s'])}")
     _owners(detail["owners"])
+    _member_epochs(detail["member_epochs"], row["group_epoch"])
     _detail_charts(detail)
 
 
@@ -124,7 +127,19 @@ def _owners(owners: pd.DataFrame) -> None:
     if owners.empty:
         ui.empty("No lag rows for this group in the last minutes.")
         return
-    ui.table(owners[OWNER_COLUMNS], **ui.owner_columns())
+    pending = st.column_config.TextColumn("assigned, not yet reconciled", help="KIP-848: the member that will own it")
+    ui.table(owners[OWNER_COLUMNS], **ui.owner_columns(), owner_pending=pending)
+
+
+def _member_epochs(epochs: pd.DataFrame, group_epoch: float | None) -> None:
+    """A consumer (KIP-848) group's members and their epochs: one below the group epoch has not
+    reconciled to the newest assignment yet. Classic groups have none: nothing shown."""
+    if epochs.empty:
+        return
+    st.markdown("**Member epochs** (commit log, newest change; below the group epoch: still reconciling)")
+    shown = epochs.assign(behind=None if pd.isna(group_epoch) else group_epoch - epochs["member_epoch"])
+    number = st.column_config.NumberColumn
+    ui.table(shown, member_epoch=number("member epoch", format="%d"), behind=number("epochs behind", format="%d"))
 
 
 def _detail_charts(detail: queries.Frames) -> None:

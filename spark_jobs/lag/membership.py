@@ -21,7 +21,11 @@ Rules (also in docs/rollups.md):
   differed from the previous reading, or any of its partitions changed owner.
 - **Type.** A group's type is its newest `consumer_group_type` reading (not only the same
   cycle's): the protocol changes only when the group migrates between classic and consumer,
-  and the rows name the type it had then, so its history stays one group throughout.
+  and the rows name the type it had then, so its history stays one group throughout. A consumer
+  group's epoch (`consumer_group_epoch`, from the commit log) is kept the same way.
+- **Pending.** A `partition_pending` reading names the member a consumer (KIP-848) group has
+  assigned the partition to before that member owns it; ``lag_1m.owner_pending`` names it under
+  the same-cycle rule as the owner, so a reconciled cycle (no pending reading) leaves it NULL.
 - **The log's word.** A commit-log reading is the coordinator's own record of a change, not a
   poll that may catch a passing moment: a group the log recorded going Empty counts as empty
   for ``lag.empty_cycles`` at once (``Membership.logged_empty``), until a reading with members.
@@ -45,9 +49,11 @@ import pandas as pd
 
 from lagwatch.membership import (
     EMPTY_CODES,
+    GROUP_EPOCH_METRIC,
     GROUP_STATE_METRIC,
     GROUP_TYPE_METRIC,
     PARTITION_ASSIGNED_METRIC,
+    PARTITION_PENDING_METRIC,
     REBALANCING_CODES,
     UNKNOWN_CODE,
     group_state_name,
@@ -65,8 +71,8 @@ _LABELS: tuple[str, ...] = ("cluster", "source", "metric", "group_id", "topic", 
 _LOG_SOURCE = Source.COMMITLOG.value
 #: Slots of an owner reading and of a group reading (plain lists: they pickle at C speed).
 _TS, _MEMBER, _CLIENT, _HOST, _CHANGES = range(5)
-_STATE, _MEMBERS, _PREVIOUS_MEMBERS, _EVENTS, _EMPTY_RUN, _OWNERS_TS, _TYPE, _LOG_EMPTY = range(1, 9)
-_GROUP_SLOTS = _LOG_EMPTY + 1
+_STATE, _MEMBERS, _PREVIOUS_MEMBERS, _EVENTS, _EMPTY_RUN, _OWNERS_TS, _TYPE, _LOG_EMPTY, _EPOCH = range(1, 10)
+_GROUP_SLOTS = _EPOCH + 1
 #: Stamps an empty run keeps: its first and the newest few (enough to count up to empty_cycles).
 _EMPTY_RUN_KEPT = 8
 
@@ -80,8 +86,11 @@ class GroupMembership:
     #: [ts, state code, members, the previous reading's members, [rebalance event ts, …],
     #:  [ts of each cycle in the current run of readings without members (first + newest)],
     #:  the newest cycle that read any owner, [ts, code] of the newest type reading,
-    #:  when the commit log recorded the current empty run (-1: it did not)]
-    group: list[Any] = field(default_factory=lambda: [-1, None, None, None, [], [], -1, [-1, None], -1])
+    #:  when the commit log recorded the current empty run (-1: it did not),
+    #:  [ts, epoch] of the newest group epoch reading]
+    group: list[Any] = field(default_factory=lambda: [-1, None, None, None, [], [], -1, [-1, None], -1, [-1, None]])
+    #: (topic, partition) -> [ts, member_id, client_id, host] of its newest pending reading
+    pending: dict[Where, list[Any]] = field(default_factory=dict)
 
     def observe_owner(self, where: Where, ts: int, owner: Owner, keep_ms: int) -> None:
         """Take one cycle's owner of a partition; an older or repeated cycle changes nothing."""
@@ -98,12 +107,19 @@ class GroupMembership:
         del changes[: bisect_left(changes, ts - keep_ms)]
         slot[_TS : _HOST + 1] = [ts, *owner]
 
+    def observe_pending(self, where: Where, ts: int, owner: Owner) -> None:
+        """Take one cycle's member a partition is assigned to but not owned by yet."""
+        slot = self.pending.get(where)
+        if slot is None or ts > slot[_TS]:
+            self.pending[where] = [ts, *owner]
+
     def observe_group(self, ts: int, metric: str, value: float, keep_ms: int, from_log: bool = False) -> None:
-        """Take one cycle's (or one logged change's) state, member count or type (each its own sample)."""
+        """Take one cycle's (or one logged change's) state, member count, type or epoch (each its own sample)."""
         group = self.group
-        if metric == GROUP_TYPE_METRIC:
-            if ts >= group[_TYPE][0]:
-                group[_TYPE] = [ts, int(value)]
+        newest_kept = {GROUP_TYPE_METRIC: _TYPE, GROUP_EPOCH_METRIC: _EPOCH}.get(metric)
+        if newest_kept is not None:
+            if ts >= group[newest_kept][0]:
+                group[newest_kept] = [ts, int(value)]
             return
         if ts < group[_TS]:
             return
@@ -134,6 +150,13 @@ class GroupMembership:
             return slot[_MEMBER], slot[_CLIENT], slot[_HOST]
         return batch.owners.get((key, where, ts))
 
+    def pending_at(self, where: Where, ts: int, batch: BatchReadings, key: GroupKey) -> str | None:
+        """The member the partition was assigned to but not owned by in the cycle at `ts` ("client on host")."""
+        slot = self.pending.get(where)
+        member = (slot[_MEMBER], slot[_CLIENT], slot[_HOST]) if slot is not None and slot[_TS] == ts else None
+        member = member or batch.pending.get((key, where, ts))
+        return _owner_text(member) if member is not None else None
+
     def group_at(self, ts: int, batch: BatchReadings, key: GroupKey) -> tuple[str | None, int | None]:
         """(state name, members) read in the cycle at `ts`; None where that cycle has no reading."""
         group = self.group
@@ -163,6 +186,11 @@ class GroupMembership:
         """The newest type reading's name ("classic", "consumer", …); None before any."""
         return group_type_name(self.group[_TYPE][1])
 
+    @property
+    def group_epoch(self) -> int | None:
+        """The newest group epoch reading (consumer groups, from the commit log); None before any."""
+        return self.group[_EPOCH][1]
+
     def owner_changes(self, where: Where, start_ms: int, end_ms: int) -> int:
         slot = self.owners.get(where)
         return 0 if slot is None else _count_between(slot[_CHANGES], start_ms, end_ms)
@@ -178,6 +206,8 @@ class GroupMembership:
         """Drop partitions (and the group reading) not read since `oldest_ms`; True when nothing is left."""
         for where in [w for w, slot in self.owners.items() if slot[_TS] < oldest_ms]:
             del self.owners[where]
+        for where in [w for w, slot in self.pending.items() if slot[_TS] < oldest_ms]:
+            del self.pending[where]
         return not self.owners and self.group[_TS] < oldest_ms
 
 
@@ -207,6 +237,7 @@ class BatchReadings:
     they touched (so rows written before their reading arrived are written again)."""
 
     owners: dict[tuple[GroupKey, Where, int], Owner] = field(default_factory=dict)
+    pending: dict[tuple[GroupKey, Where, int], Owner] = field(default_factory=dict)
     #: (group, ts) of every cycle in the batch that read an owner of the group.
     owner_cycles: set[tuple[GroupKey, int]] = field(default_factory=set)
     groups: dict[tuple[GroupKey, int], list[Any]] = field(default_factory=dict)
@@ -228,15 +259,19 @@ def fold_readings(samples: pd.DataFrame, memberships: dict[GroupKey, GroupMember
     for i in np.argsort(stamps, kind="stable").tolist():
         key, ts = (labels["cluster"][i], labels["group_id"][i]), int(stamps[i])
         membership = memberships.get(key) or memberships.setdefault(key, GroupMembership())
-        if labels["metric"][i] == PARTITION_ASSIGNED_METRIC:
+        if labels["metric"][i] in (PARTITION_ASSIGNED_METRIC, PARTITION_PENDING_METRIC):
             where = (labels["topic"][i], int(labels["partition"][i]))
             owner = (_text(member_ids[i]), labels["client_id"][i], _text(hosts[i]))
-            membership.observe_owner(where, ts, owner, keep_ms)
-            batch.owners[(key, where, ts)] = owner
-            batch.owner_cycles.add((key, ts))
+            if labels["metric"][i] == PARTITION_ASSIGNED_METRIC:
+                membership.observe_owner(where, ts, owner, keep_ms)
+                batch.owners[(key, where, ts)] = owner
+                batch.owner_cycles.add((key, ts))
+            else:
+                membership.observe_pending(where, ts, owner)
+                batch.pending[(key, where, ts)] = owner
             batch.touched_partitions.setdefault(key, {}).setdefault(where, set()).add(ts)
-        elif labels["metric"][i] == GROUP_TYPE_METRIC:
-            membership.observe_group(ts, GROUP_TYPE_METRIC, float(values[i]), keep_ms)
+        elif labels["metric"][i] in (GROUP_TYPE_METRIC, GROUP_EPOCH_METRIC):
+            membership.observe_group(ts, labels["metric"][i], float(values[i]), keep_ms)
         else:
             metric = labels["metric"][i]
             from_log = labels["source"][i] == _LOG_SOURCE
@@ -255,19 +290,20 @@ def _text(value: Any) -> str | None:
 
 
 def encode(memberships: dict[GroupKey, GroupMembership]) -> bytes:
-    plain = {key: (m.owners, m.group) for key, m in memberships.items()}
+    plain = {key: (m.owners, m.group, m.pending) for key, m in memberships.items()}
     return pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def decode(blob: bytes) -> dict[GroupKey, GroupMembership]:
-    """State saved before empty runs (and the owners' newest cycle, the type, the log's empty run) were kept
-    gets them empty."""
-    return {key: GroupMembership(owners, _upgraded(group)) for key, (owners, group) in pickle.loads(blob).items()}
+    """State saved before empty runs (and the owners' newest cycle, the type, the log's empty run, the
+    epoch, the pending partitions) were kept gets them empty."""
+    saved = pickle.loads(blob)
+    return {key: GroupMembership(state[0], _upgraded(state[1]), *state[2:]) for key, state in saved.items()}
 
 
 def _upgraded(group: list[Any]) -> list[Any]:
     """A group reading saved by an older version, with the slots it lacks added empty."""
-    missing = [[], -1, [-1, None], -1]
+    missing = [[], -1, [-1, None], -1, [-1, None]]
     return [*group, *missing[len(missing) - (_GROUP_SLOTS - len(group)) :]] if len(group) < _GROUP_SLOTS else group
 
 

@@ -16,7 +16,7 @@ not per group: see windows.py for why); a bucket's state is a pickled dict of
 (topic, partition) (:func:`encode_groups` / :func:`decode_groups`). Membership lives in the
 same bucket: each report is judged with its cycle's membership as evidence
 (``_Rows.evidence``; the rules are in ``rules.py``), and the owner, the group's state, member
-count and rebalances join the rows.
+count, epoch, rebalances and each partition's pending owner join the rows.
 
 Rows are keyed by the lake's column names (``lagwatch.lake.TABLES``) and checked against them
 (``lake.row_columns``): a declared column a row lacks is an error, never a silent NULL.
@@ -161,8 +161,9 @@ class _Rows:
         owner = owned.owner_at(where, report.ts_ms, self.readings, group_key) if owned is not None else None
         changes = owned.owner_changes(where, period, report.ts_ms) if owned is not None else 0
         group_type = owned.group_type if owned is not None else None
+        pending = owned.pending_at(where, report.ts_ms, self.readings, group_key) if owned is not None else None
         self.partition_rows.append(
-            _partition_row(group_key, where, report, owner or (None, None, None), changes, group_type)
+            _partition_row(group_key, where, report, owner or (None, None, None), changes, group_type, pending)
         )
         self.newest_period[group_key] = max(self.newest_period.get(group_key, period), period)
         self.reports[(*group_key, *where)] = report
@@ -278,8 +279,9 @@ def _partition_row(
     owner: membership.Owner,
     changes: int,
     group_type: str | None,
+    pending: str | None,
 ) -> Row:
-    """A lag_1m row (times in epoch ms): the report, and the partition's owner in its cycle."""
+    """A lag_1m row (times in epoch ms): the report, and the partition's owner (and pending owner) in its cycle."""
     period = report.ts_ms - report.ts_ms % PERIOD_MS
     return {
         "cluster": group_key[0],
@@ -307,6 +309,7 @@ def _partition_row(
         "owner_client_id": owner[1],
         "owner_host": owner[2],
         "owner_changes": changes,
+        "owner_pending": pending,
         "group_type": group_type,
     }
 
@@ -350,6 +353,7 @@ def _group_row(group_key: tuple[str, str], tracks: GroupTracks, period: int, lag
         "members": members,
         "rebalances": rebalances,
         "group_type": owned.group_type if owned is not None else None,
+        "group_epoch": owned.group_epoch if owned is not None else None,
         "window_start": period,
         "updated_at": newest,
     }

@@ -24,6 +24,7 @@ from collectors.commit_log_records import (
     decode_current_assignment,
     decode_group_key,
     decode_member_metadata,
+    decode_target_member,
     record_type_name,
 )
 
@@ -93,7 +94,9 @@ def test_membership_changes_replayed_from_the_records():
     ]  # fmt: skip
     assert by_group["kip848-g"] == [
         ("consumer", "Stable", 1, ["ka"]), ("consumer", "Reconciling", 2, ["ka"]),
-        ("consumer", "Reconciling", 2, ["ka"]), ("consumer", "Stable", 2, ["ka", "kb"]),
+        ("consumer", "Reconciling", 2, ["ka"]),
+        ("consumer", "Reconciling", 2, ["ka"]),  # ka reconciled to the new epoch (member epochs are changes too)
+        ("consumer", "Stable", 2, ["ka", "kb"]),
         ("consumer", "Assigning", 1, ["kb"]), ("consumer", "Stable", 1, ["kb"]), ("consumer", "Empty", 0, []),
     ]  # fmt: skip
     # Converted to the consumer protocol: the classic tombstone is no Empty, no Dead in between.
@@ -101,6 +104,49 @@ def test_membership_changes_replayed_from_the_records():
     assert [c[:3] for c in by_group["online-g"]][:2] == [("classic", "Stable", 1), ("consumer", "Reconciling", 2)]
     assert by_group["online-g"][-1] == ("consumer", "Empty", 0, [])
     assert "share-g" not in by_group  # share groups are skipped
+
+
+def test_epochs_and_partitions_assigned_but_not_yet_reconciled_replayed_from_the_records():
+    """kb joins kip848-g: the group epoch moves to 3 and partition 1 is in kb's target assignment
+    while ka still owns it (pending, named by kb) until ka revoked it and kb took it."""
+    book = GroupBook({TOPIC_ID: "t"}.get)
+    seen = [c for c in _replay(book) if c.group_id == "kip848-g"]
+    story = [
+        (c.state, c.epoch, sorted((m[1], m[3]) for m in c.member_epochs), sorted((p[1], p[3]) for p in c.pending))
+        for c in seen
+    ]
+    assert story == [
+        ("Stable", 2, [("ka", 2)], []),
+        ("Reconciling", 3, [("ka", 2), ("kb", 3)], [(1, "kb")]),  # kb assigned p1, ka still owns it
+        ("Reconciling", 3, [("ka", 2), ("kb", 3)], [(1, "kb")]),  # ka revoked p1: nobody owns it, still pending
+        ("Reconciling", 3, [("ka", 3), ("kb", 3)], [(1, "kb")]),
+        ("Stable", 3, [("ka", 3), ("kb", 3)], []),  # kb owns p1: reconciled
+        ("Assigning", 4, [("kb", 3)], []),
+        ("Stable", 4, [("kb", 4)], []),
+        ("Empty", 5, [], []),
+    ]
+    assert all(p[0] == "t" and p[2] for c in seen for p in c.pending)  # topic named, member id set
+    classic = [c for c in _replay(GroupBook({TOPIC_ID: "t"}.get)) if c.group_id == "classic-g"]
+    assert {(c.epoch, c.member_epochs, c.pending) for c in classic} == {(None, (), ())}
+
+
+def test_a_target_assignment_member_record_decodes_to_its_partitions():
+    targets = [
+        decode_target_member(value)
+        for _, key, value in records()
+        if value is not None and int.from_bytes(key[:2], "big") == 7
+    ]
+    assert targets and {tp for target in targets for tp in target} == {(TOPIC_ID, 0), (TOPIC_ID, 1)}
+
+
+def _replay(book: GroupBook) -> list:
+    seen, batch = [], []
+    for ts, key, value in records():
+        if batch and batch[-1][0] != ts:
+            seen.extend(_apply(book, batch))
+            batch = []
+        batch.append((ts, key, value))
+    return seen + _apply(book, batch)
 
 
 def _apply(book: GroupBook, batch: list[tuple[int, bytes, bytes | None]]) -> list:

@@ -138,6 +138,22 @@ OWNERS = {
 }
 
 
+#: billing is a consumer (KIP-848) group: its partition is assigned to billing-2, not yet reconciled.
+PENDING = {("billing", "payments", 0): "billing-2 on /10.0.0.32"}
+#: billing's member epochs as the commit log published them (an older minute had a member since gone).
+MEMBER_EPOCHS = {0: {"billing-1": 7, "billing-2": 6}, 1: {"billing-0": 5, "billing-1": 5}}
+GROUP_EPOCH = 7
+
+
+def _member_epoch_rows(t: dt.datetime) -> list[dict[str, Any]]:
+    return [
+        _metric(t - dt.timedelta(minutes=ago), "consumer_group_member_epoch", epoch, source="commitlog",
+                group_id="billing", client_id=client)
+        for ago, members in MEMBER_EPOCHS.items()
+        for client, epoch in members.items()
+    ]  # fmt: skip
+
+
 def _lag_rows(t: dt.datetime) -> list[dict[str, Any]]:
     partitions = [
         ("orders-app", "orders", 0, 3000, 0.0, 5.0, 95.5, None, "STALL"),
@@ -176,6 +192,7 @@ def _lag_rows(t: dt.datetime) -> list[dict[str, Any]]:
                     "owner_client_id": OWNERS.get((group, topic, partition), (None,) * 3)[1],
                     "owner_host": OWNERS.get((group, topic, partition), (None,) * 3)[2],
                     "owner_changes": 1 if (group, minutes_ago) == ("audit", 0) else 0,
+                    "owner_pending": PENDING.get((group, topic, partition)) if minutes_ago == 0 else None,
                     "version": 1,
                 }
             )
@@ -199,6 +216,7 @@ def _status_rows(t: dt.datetime) -> list[dict[str, Any]]:
             "members": kw.get("members", 1),
             "rebalances": kw.get("rebalances", 0),
             "group_type": kw.get("group_type", "classic"),
+            "group_epoch": kw.get("group_epoch"),
             "window_start": ts.replace(second=0, microsecond=0),
             "updated_at": ts,
             "version": kw.get("version", 2),
@@ -210,7 +228,18 @@ def _status_rows(t: dt.datetime) -> list[dict[str, Any]]:
         # Same key twice: version 1 was rewritten by version 2 (a window still open); v2 wins.
         row("orders-app", "WARN", "lag rising", 3900, 2900, 80.0, t, partitions=2, version=1),
         row("orders-app", "STALL", "offsets not moving while lag > 0", 4200, 3000, 95.5, t, partitions=2),
-        row("billing", "OK", "caught up", 7, 7, 0.5, t, topics="payments", group_type="consumer"),
+        row(
+            "billing",
+            "OK",
+            "caught up",
+            7,
+            7,
+            0.5,
+            t,
+            topics="payments",
+            group_type="consumer",
+            group_epoch=GROUP_EPOCH,
+        ),
         row("audit", "WARN", "lag rising over the window", 1234, 1234, 300.0, t, rebalances=1),
     ]
 
@@ -286,7 +315,7 @@ def build_known_lake(root: Path) -> KnownLake:
     t = now - dt.timedelta(minutes=2)
     range_start = now - dt.timedelta(minutes=55)
     rows = {
-        "metrics_1m": [*_broker_rows(t), *_topic_rows(t, range_start), *_heartbeat_rows(t)],
+        "metrics_1m": [*_broker_rows(t), *_topic_rows(t, range_start), *_heartbeat_rows(t), *_member_epoch_rows(t)],
         "lag_1m": _lag_rows(t),
         "group_status": _status_rows(t),
         "alert_events": _alert_rows(t),

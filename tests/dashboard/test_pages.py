@@ -11,7 +11,17 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.dashboard.conftest import CLUSTER, OWNERS, KnownLake, broker_gauges, group_status, newest
+from tests.dashboard.conftest import (
+    CLUSTER,
+    GROUP_EPOCH,
+    MEMBER_EPOCHS,
+    OWNERS,
+    PENDING,
+    KnownLake,
+    broker_gauges,
+    group_status,
+    newest,
+)
 from tests.fixtures import lake_rows
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
@@ -158,6 +168,22 @@ def test_groups_table_and_drill_down(known_lake: KnownLake) -> None:
     assert [tuple(r) for r in shown_owners.itertuples(index=False)] == expected
     assert owners["owner_changes"].tolist() == [1]
     assert len(at.get("plotly_chart")) == 5  # heatmap, lag, time lag, status timeline, rates
+
+
+def test_drill_down_of_a_kip848_group_names_pending_owners_and_epochs(known_lake: KnownLake) -> None:
+    at = open_page("groups", group="billing")
+    assert not at.exception
+    assert any(f"group epoch: {GROUP_EPOCH}" in c.value for c in at.caption), [c.value for c in at.caption]
+    owners = frames(at)[1]
+    assert owners["owner_pending"].tolist() == [PENDING[("billing", "payments", 0)]]
+    epochs = frames(at)[2]  # the newest minute's members only: billing-0 left before it
+    expected = [(client, epoch, GROUP_EPOCH - epoch) for client, epoch in sorted(MEMBER_EPOCHS[0].items())]
+    assert [tuple(r) for r in epochs[["client_id", "member_epoch", "behind"]].itertuples(index=False)] == expected
+
+
+def test_drill_down_of_a_classic_group_shows_no_epochs(known_lake: KnownLake) -> None:
+    at = open_page("groups", group="audit")
+    assert len(frames(at)) == 2 and not any("group epoch" in c.value for c in at.caption)
 
 
 def test_drill_down_says_not_catching_up(known_lake: KnownLake) -> None:

@@ -37,6 +37,9 @@ ROOT = Path(__file__).resolve().parents[2]
 NOT_EMITTED_HERE: dict[str, str] = {
     "share_start_offset": "the admin collector for a share group (tests/collectors/test_share_groups.py, Kafka 4.1+)",
     "share_group_lag": "the admin collector for a share group (tests/collectors/test_share_groups.py, Kafka 4.1+)",
+    "partition_pending": "a consumer (KIP-848) group reconciling (tests/collectors/test_kip848_epochs.py, Kafka 4)",
+    "consumer_group_epoch": "the commit log of a consumer (KIP-848) group (tests/collectors/test_kip848_epochs.py)",
+    "consumer_group_member_epoch": "the commit log of a consumer (KIP-848) group (test_kip848_epochs.py)",
 }
 #: Added by the runner for every target, so no mapping row produces them.
 RUNNER_METRICS = {"up", "scrape_duration_seconds"}

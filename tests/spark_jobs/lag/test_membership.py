@@ -97,7 +97,7 @@ def test_group_readings_still_roll_up_as_metrics_but_owners_do_not(emitted):
 
 
 def test_evidence_counts_cycles_without_members_and_trusts_no_unknown_state():
-    state_metric, members_metric, _type_metric = GROUP_METRICS
+    state_metric, members_metric, *_type_and_epoch = GROUP_METRICS
     keep_ms, batch, key, where = 600_000, BatchReadings(), ("test", "g"), ("t", 0)
     owned = GroupMembership()
     for ts_s, state, members in ((0, "Stable", 1), (15, "Empty", 0), (30, "Empty", 0), (45, "Empty", 0)):
