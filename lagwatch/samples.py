@@ -216,7 +216,8 @@ class MetricSamples:
 class MemberSample(Sample):
     """A sample about one consumer-group member: the contract's fields plus `member_id` and `host`.
 
-    Only membership samples (``partition_assigned``) carry the two member labels, so every
+    Only membership samples (``partition_assigned``, ``partition_pending``,
+    ``consumer_group_member_epoch``) carry the two member labels, so every
     other record, and its cost on the collector's hot path, stays as it was; a reader takes a
     record without them as null. The member labels are the reading, not its identity: a
     partition has one owner per cycle, so the id and the key are the group partition's (the
