@@ -190,15 +190,16 @@ def _step_through(
     """
     steps, replayed, open_alerts = _Steps(timelines), _Replayed(), {}
     changes = _change_steps(grid, timelines, silences)
-    k = 0
+    k = visited = 0
     while k < grid.steps:
         now = grid.at(k)
         outgoing, events = notifier.advance(steps.at(k), now, _silences_at(silences, now))
         _record_events(events, replayed, open_alerts)
         _record_outgoing(outgoing, replayed)
         progress(k + 1)
-        k = _next_step(k, changes, notifier, grid)
+        k, visited = _next_step(k, changes, notifier, grid), visited + 1
     progress(grid.steps)
+    log.info("backtest: %d of %d evaluations could change something and were stepped", visited, grid.steps)
     return replayed
 
 
@@ -329,7 +330,9 @@ def backtest(
         notifier, stand_in = _notifier(config, needed)
         silences = [] if ignore_silences else [_silence(s) for s in list_silences(config)]
         replayed = _step_through(grid, timelines, notifier, silences, _progress_logger(grid.steps))
+        log.info("backtest: stepped (%.1f s)", time.monotonic() - started)
         changes = status_changes(evaluator, config.cluster.name, grid.start, grid.end)
+        log.info("backtest: %d status changes (%.1f s)", len(changes), time.monotonic() - started)
     finally:
         evaluator.close()
     return Report(
