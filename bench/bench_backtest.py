@@ -131,7 +131,9 @@ def _times(micros: np.ndarray) -> pa.Array:
     return pa.array(micros, pa.int64()).cast(pa.timestamp("us", tz="UTC"))
 
 
-def _group_status(size: LakeSize, minute_us: np.ndarray, code: np.ndarray, since: np.ndarray, rng) -> pa.Table:
+def _group_status(
+    size: LakeSize, minute_us: np.ndarray, code: np.ndarray, since: np.ndarray, rng: np.random.Generator
+) -> pa.Table:
     import numpy as np
     import pyarrow as pa
 
@@ -161,7 +163,7 @@ def _group_status(size: LakeSize, minute_us: np.ndarray, code: np.ndarray, since
 
 
 def _lag_1m(size: LakeSize, first: int, minute_us: np.ndarray, code: np.ndarray, since: np.ndarray,
-            margin_s: np.ndarray, rng) -> pa.Table:  # fmt: skip
+            margin_s: np.ndarray, rng: np.random.Generator) -> pa.Table:  # fmt: skip
     """One row per partition and minute; a stalled or stopped group's retention margin shrinks by the minute."""
     import numpy as np
     import pyarrow as pa
