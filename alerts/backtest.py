@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import json
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from alerts.evaluate import Condition, Evaluator, Grid, Timeline, fingerprint, snapshot_name
+from alerts.evaluate import Condition, Evaluator, Grid, Timeline, fingerprint, lake_files, series_filter
 from alerts.notify import Notifier, Outgoing
 from alerts.rules import SOURCES, CompiledRule
 from lagwatch.backtest_report import (
@@ -35,7 +36,7 @@ from lagwatch.backtest_report import (
 )
 from lagwatch.config import AlertReceiver, Config
 from lagwatch.silences import Silence, list_silences
-from lagwatch.vocabulary import status_rank
+from lagwatch.vocabulary import STATUS_ORDER, status_rank
 
 log = logging.getLogger(__name__)
 
@@ -94,14 +95,14 @@ class _Steps:
         self._next_start = self._next_end = 0
 
     def at(self, step: int) -> list[Condition]:
-        """Call with steps in increasing order."""
-        while self._next_end < len(self._k_to) and self._k_to[self._next_end] <= step:
-            self._active.pop(int(self._ends[self._next_end]), None)
-            self._next_end += 1
+        """Call with steps in increasing order (any may be skipped: spans wholly between go in and out)."""
         while self._next_start < len(self._k_from) and self._k_from[self._next_start] <= step:
             i = int(self._starts[self._next_start])
             self._active[i] = self.conditions[i]
             self._next_start += 1
+        while self._next_end < len(self._k_to) and self._k_to[self._next_end] <= step:
+            self._active.pop(int(self._ends[self._next_end]), None)
+            self._next_end += 1
         return list(self._active.values())
 
 
@@ -131,16 +132,74 @@ def _record_outgoing(outgoing: list[Outgoing], replayed: _Replayed) -> None:
         replayed.notifications.append((record, firing))
 
 
+def _membership_steps(timelines: list[Timeline]) -> list[np.ndarray]:
+    """Steps where an alert instance starts or stops being true, and the step before each stop.
+
+    A series' rows follow each other as separate spans with their own values; where one span
+    ends as the next of the same instance begins only the value moves, which changes no state
+    `advance` acts on. The step before a stop is kept so the value a resolved alert carries
+    is the one it had at its last true evaluation, as when every step is visited.
+    """
+    conditions = [c for t in timelines for c in t.conditions]
+    if not conditions:
+        return []
+    k_from = np.concatenate([t.k_from for t in timelines])
+    k_to = np.concatenate([t.k_to for t in timelines])
+    instance = np.unique([c.fingerprint for c in conditions], return_inverse=True)[1]
+    order = np.lexsort((k_from, instance))
+    instance, k_from, k_to = instance[order], k_from[order], k_to[order]
+    continues = np.concatenate([[False], (instance[1:] == instance[:-1]) & (k_from[1:] == k_to[:-1])])
+    continued = np.concatenate([continues[1:], [False]])
+    return [k_from[~continues], k_to[~continued], k_to[~continued] - 1]
+
+
+def _change_steps(grid: Grid, timelines: list[Timeline], silences: list[Silence]) -> np.ndarray:
+    """Steps where the true alert instances or the active silences may change (sorted, unique)."""
+    bounds = [np.zeros(1, np.int64), *_membership_steps(timelines)]
+    for silence in silences:
+        for edge in (silence.starts_at, silence.ends_at):
+            if math.isfinite(edge):
+                k = math.floor((edge - grid.start) / grid.every_s)
+                bounds.append(np.array([k, k + 1], np.int64))
+    steps = np.unique(np.concatenate(bounds))
+    return steps[(steps >= 0) & (steps < grid.steps)]
+
+
+def _next_step(k: int, changes: np.ndarray, notifier: Notifier, grid: Grid) -> int:
+    """The next step after `k` at which `advance` can do anything: a change, or a timer falling due.
+
+    A timer's step is taken at or before its time (a visit too early changes nothing), so
+    rounding never makes the replay miss one.
+    """
+    i = int(np.searchsorted(changes, k, side="right"))
+    step = int(changes[i]) if i < len(changes) else grid.steps
+    due = notifier.next_timer()
+    if due is not None:
+        step = min(step, max(k + 1, math.floor((due - grid.start) / grid.every_s)))
+    return step
+
+
 def _step_through(
     grid: Grid, timelines: list[Timeline], notifier: Notifier, silences: list[Silence], progress: Callable[[int], None]
 ) -> _Replayed:
+    """Every evaluation the live engine would make, visiting only those where something can happen.
+
+    At the other steps the true alert instances, the silences and every timer are as at the
+    step before, so `advance` there would send nothing and record nothing
+    (tests/alerts/test_backtest_steps.py checks the two agree).
+    """
     steps, replayed, open_alerts = _Steps(timelines), _Replayed(), {}
-    for k in range(grid.steps):
+    changes = _change_steps(grid, timelines, silences)
+    k = visited = 0
+    while k < grid.steps:
         now = grid.at(k)
         outgoing, events = notifier.advance(steps.at(k), now, _silences_at(silences, now))
         _record_events(events, replayed, open_alerts)
         _record_outgoing(outgoing, replayed)
         progress(k + 1)
+        k, visited = _next_step(k, changes, notifier, grid), visited + 1
+    progress(grid.steps)
+    log.info("backtest: %d of %d evaluations could change something and were stepped", visited, grid.steps)
     return replayed
 
 
@@ -175,26 +234,31 @@ def status_changes(
 ) -> list[tuple[StatusChange, float | None]]:
     """Groups going to STALL or worse within the range, each with the time of the group's next change.
 
-    Read from the rows already loaded when a status rule loaded group_status, so the table is read once.
+    Only groups with a row at STALL or worse in the range can have such a change: they are
+    found in the raw files first, then read whole through the view, so a week of healthy
+    groups is never deduped or windowed.
     """
     source = SOURCES["group_status"]
     time_col = source.time_column
-    loaded = any(r.source is source and r.value_column == "status" for r in evaluator.rules)
-    table = snapshot_name("group_status") if loaded else "group_status"
+    in_range = (
+        f"cluster = $cluster AND {time_col} > make_timestamptz($since) AND {time_col} <= make_timestamptz($until) "
+        f"AND {source.prune_column} > make_timestamptz($since - {round(source.prune_slack_s * 1e6)})"
+    )
+    params = {"cluster": cluster, "since": round(since * 1e6), "until": round(until * 1e6)}
+    level = status_rank(CHANGE_LEVEL)
+    serious = ", ".join(f"'{s}'" for s in STATUS_ORDER[level:])
+    con = evaluator.connection()
+    only = series_filter(con, lake_files(evaluator.lake, "group_status"), f"{in_range} AND status IN ({serious})",
+                         params, ["group_id"])  # fmt: skip
     sql = (
-        f"WITH s AS (SELECT group_id, {time_col} AS changed_at, status FROM {table} "
-        f"WHERE cluster = $cluster AND {time_col} > make_timestamptz($since) "
-        f"AND {time_col} <= make_timestamptz($until) "
-        f"AND {source.prune_column} > make_timestamptz($since - {round(source.prune_slack_s * 1e6)})), "
+        f"WITH s AS (SELECT group_id, {time_col} AS changed_at, status FROM group_status WHERE {in_range} AND {only}), "
         "t AS (SELECT *, lag(status) OVER (PARTITION BY group_id ORDER BY changed_at) AS previous FROM s) "
         "SELECT group_id, epoch_us(changed_at) / 1e6, status, previous, "
         "epoch_us(lead(changed_at) OVER (PARTITION BY group_id ORDER BY changed_at)) / 1e6 "
         "FROM t WHERE previous IS NOT NULL AND status <> previous ORDER BY changed_at"
     )
-    params = {"cluster": cluster, "since": round(since * 1e6), "until": round(until * 1e6)}
-    level = status_rank(CHANGE_LEVEL)
     changes = []
-    for group_id, at, status, previous, next_at in evaluator.connection().execute(sql, params).fetchall():
+    for group_id, at, status, previous, next_at in con.execute(sql, params).fetchall():
         if _rank(status) >= level and _rank(status) > _rank(previous):
             changes.append((StatusChange(cluster, group_id, status, previous, at), next_at))
     return changes
@@ -266,7 +330,9 @@ def backtest(
         notifier, stand_in = _notifier(config, needed)
         silences = [] if ignore_silences else [_silence(s) for s in list_silences(config)]
         replayed = _step_through(grid, timelines, notifier, silences, _progress_logger(grid.steps))
+        log.info("backtest: stepped (%.1f s)", time.monotonic() - started)
         changes = status_changes(evaluator, config.cluster.name, grid.start, grid.end)
+        log.info("backtest: %d status changes (%.1f s)", len(changes), time.monotonic() - started)
     finally:
         evaluator.close()
     return Report(

@@ -32,8 +32,10 @@ import hashlib
 import json
 import logging
 import math
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -41,7 +43,7 @@ import pyarrow as pa
 
 from alerts.rules import DEAD_LETTERS, METRIC_TABLES, CompiledRule
 from lagwatch.config import Config
-from lagwatch.lake import connect_readonly
+from lagwatch.lake import connect_readonly, table_dir
 from lagwatch.vocabulary import STATUS_ORDER, status_rank
 
 log = logging.getLogger(__name__)
@@ -247,7 +249,8 @@ def _snapshot_columns(rules: list[CompiledRule]) -> str:
     return ", ".join(f'"{name}"' for name in sorted(names))
 
 
-def _snapshot_sql(table: str, rules: list[CompiledRule]) -> str:
+def _snapshot_where(table: str, rules: list[CompiledRule]) -> str:
+    """The rows of `table` any step in [$since, $until] can read, for these rules (a key-column filter)."""
     source = rules[0].source
     time_col = source.time_column
     lookback = max(r.lookback_s for r in rules)
@@ -257,8 +260,65 @@ def _snapshot_sql(table: str, rules: list[CompiledRule]) -> str:
     if table in METRIC_TABLES:
         metrics = sorted({r.metric for r in rules if r.metric})
         where += " AND metric IN (" + ", ".join(f"'{m}'" for m in metrics) + ")"
+    return where
+
+
+def _snapshot_sql(table: str, rules: list[CompiledRule], only: str = "") -> str:
     columns = _snapshot_columns(rules)
+    where = _snapshot_where(table, rules) + (f" AND {only}" if only else "")
     return f"CREATE OR REPLACE TEMP TABLE {snapshot_name(table)} AS SELECT {columns} FROM {table} WHERE {where}"
+
+
+_SQL_OPS = {"==": "=", "!=": "<>"}
+
+
+def may_pass_sql(rule: CompiledRule) -> str:
+    """A row filter true on every row `passes` can accept (it may accept more: `passes` still judges)."""
+    if rule.kind == "status":
+        statuses = ", ".join(f"'{s}'" for s in STATUS_ORDER[status_rank(rule.level) :])
+        return f"status IN ({statuses})"
+    return f"{_value_expr(rule)} {_SQL_OPS.get(rule.op, rule.op)} CAST('{rule.threshold!r}' AS DOUBLE)"
+
+
+def lake_files(lake: str | os.PathLike[str], table: str) -> str:
+    """A table's Parquet files as written, before the views' newest-version dedupe.
+
+    Why read them raw: a filter on a measure cannot go below the dedupe (an older version may
+    pass where the newest does not), so over the view it would dedupe the whole table first.
+    Raw, it is pushed into the Parquet scan, and what it finds is only used to pick series
+    that are then read whole through the view.
+    """
+    glob = (table_dir(Path(lake).resolve(), table) / "*" / "*.parquet").as_posix()
+    return f"read_parquet('{glob}', hive_partitioning = false, union_by_name = true)"
+
+
+#: Past this many distinct values a series column is not worth a literal IN list (read it all).
+MAX_IN_LIST = 5_000
+
+
+def series_filter(con: Any, source: str, where: str, params: dict[str, Any], columns: list[str]) -> str:
+    """`col IN (...) AND ...` over the values the rows matching `where` in `source` have.
+
+    Keeps every row of each series with a matching row (and of a few others: the lists are
+    per column), so window functions over a series see all its rows. Literal lists on the
+    views' partition columns go below their dedupe into the Parquet scan.
+    """
+    found = con.execute(f"SELECT DISTINCT {', '.join(columns)} FROM {source} WHERE {where}", params).fetchall()
+    if not found:
+        return "false"
+    parts = []
+    for n, column in enumerate(columns):
+        values = sorted({row[n] for row in found if row[n] is not None})
+        if len(values) > MAX_IN_LIST:
+            continue
+        parts.append(f"{column} IN ({', '.join(_literal(v) for v in values)})" if values else "false")
+    return " AND ".join(parts)
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value)
 
 
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -276,7 +336,7 @@ class Evaluator:
         self.rules = rules
         self.every_s = config.alerts.evaluate_every_s
         self._cluster = config.cluster.name
-        self._lake = config.resolve_path(config.lake.path)
+        self.lake = config.resolve_path(config.lake.path)
         self._duckdb = config.resolve_path(config.lake.duckdb_path)
         self._con: Any = None
         self._shapes: dict[str, list[CompiledRule]] = {}
@@ -286,18 +346,30 @@ class Evaluator:
     def connection(self) -> Any:
         """The session (opened on first use): backtests read other facts of the range through it."""
         if self._con is None:
-            self._con = connect_readonly(self._lake, self._duckdb)
+            self._con = connect_readonly(self.lake, self._duckdb)
             self._con.execute("SET enable_progress_bar = false")
         return self._con
 
     def load(self, since: float, until: float) -> None:
-        """Copy the rows any step in [since, until] can read, once per table."""
+        """Copy the rows any step in [since, until] can read, once per table.
+
+        A table read only by rules of one series per alert keeps just the series on which
+        some rule's condition can hold at some row: the others never raise anything, and most
+        of a week's rows are healthy. Every row of a kept series stays, so `for` and the end
+        of each condition come out as from the whole table.
+        """
         by_table: dict[str, list[CompiledRule]] = {}
         for rule in self.rules:
             by_table.setdefault(rule.source.table, []).append(rule)
         params = {"since": _utc(since), "until": _utc(until), "cluster": self._cluster}
         for table, rules in by_table.items():
-            self.connection().execute(_snapshot_sql(table, rules), params)
+            only = ""
+            if all(one_series_per_alert(r) for r in rules):
+                may_pass = " OR ".join(sorted({may_pass_sql(r) for r in rules}))
+                where = f"{_snapshot_where(table, rules)} AND ({may_pass})"
+                labels = [f'"{c}"' for c in rules[0].source.series if c != "cluster"]
+                only = series_filter(self.connection(), lake_files(self.lake, table), where, params, labels)
+            self.connection().execute(_snapshot_sql(table, rules, only), params)
 
     def timelines(self, grid: Grid, strict: bool = False) -> list[Timeline]:
         """Every rule's true conditions over `grid`, read from the rows `load` copied.
@@ -318,8 +390,11 @@ class Evaluator:
     def _shape_timelines(self, sql: str, rules: list[CompiledRule], grid: Grid) -> list[Timeline]:
         """Values first (one float column), then labels only of the rows some rule passes."""
         con = self.connection()
-        con.execute(f"CREATE OR REPLACE TEMP TABLE shape_rows AS SELECT row_number() OVER () AS i, * FROM ({sql})",
-                    grid.params())  # fmt: skip
+        # Numbered in a fixed order, so alerts starting at the same step are met in the same order
+        # however many rows the snapshot held or the scan's threads returned first.
+        order = ", ".join(["k_from", "cluster", *(f'"{b}"' for b in rules[0].by)])
+        con.execute(f"CREATE OR REPLACE TEMP TABLE shape_rows AS SELECT row_number() OVER (ORDER BY {order}) AS i, * "
+                    f"FROM ({sql})", grid.params())  # fmt: skip
         found = con.execute("SELECT i, value FROM shape_rows").fetchnumpy()
         ids, values = np.asarray(found["i"]), np.asarray(found["value"], dtype=float)
         masks = [passes(rule, values) for rule in rules]

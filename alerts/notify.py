@@ -102,6 +102,19 @@ class Notifier:
         outgoing, group_events = self.flush(now, skip_group_wait)
         return outgoing, events + group_events
 
+    def next_timer(self) -> float | None:
+        """The earliest time a timer may change something: a pending alert's `for` ending, a group's next look.
+
+        Until then, with the same conditions and silences, `advance` changes nothing and sends
+        nothing: a backtest uses this to skip such evaluations instead of stepping each one.
+        """
+        times = [group["next_flush"] for group in self.groups.values()]
+        for alert in self.alerts.values():
+            if alert["state"] == "pending":
+                rule = self._rules.get(alert["rule"])
+                times.append(alert["active_since"] + (rule.for_s if rule else 0.0))
+        return min(times, default=None)
+
     # -- alert states ----------------------------------------------------------------------
     def update(self, conditions: list[Condition], now: float, silences: list[Silence]) -> list[dict[str, Any]]:
         """Advance every alert's state to `now`; return alert_events rows for what changed."""
