@@ -100,13 +100,19 @@ def join_consume_commit(bootstrap: str, group_id: str, topic: str, client_id: st
     return positions
 
 
-@pytest.fixture
-def reader(broker: RealKafkaBroker) -> Iterator[CommitLogReader]:
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+def started_reader(bootstrap: str) -> CommitLogReader:
+    """A reader of the whole log, loaded up to its end (the log must exist)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     partitions = len(admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions)
-    started = CommitLogReader({"bootstrap.servers": broker.bootstrap_servers}, "test", ALL, ALL)
+    started = CommitLogReader({"bootstrap.servers": bootstrap}, "test", ALL, ALL)
     started.start(partitions)
     assert started.wait_loaded(60), started.failure or started.loading_progress
+    return started
+
+
+@pytest.fixture
+def reader(broker: RealKafkaBroker) -> Iterator[CommitLogReader]:
+    started = started_reader(broker.bootstrap_servers)
     yield started
     started.close()
 

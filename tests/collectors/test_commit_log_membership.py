@@ -13,11 +13,11 @@ from confluent_kafka.admin import AdminClient
 
 from bench.commit_log_soak import Member
 from collectors.admin import AdminCollector
-from collectors.commit_log import TOPIC, CommitLogReader
+from collectors.commit_log import CommitLogReader
 from collectors.commit_log_groups import GroupChange
 from collectors.commit_log_topics import TopicIdNamer
 from lagwatch.config import Config
-from tests.collectors.test_commit_log import ALL, MAKE
+from tests.collectors.test_commit_log import MAKE, started_reader
 from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.fixtures.polling import wait_until
 from tests.fixtures.real_kafka import RealKafkaBroker
@@ -26,11 +26,7 @@ from tests.fixtures.real_kafka import RealKafkaBroker
 @pytest.fixture
 def reader(broker: RealKafkaBroker, kafka: KafkaWorkload, unique: Callable[[str], str]) -> Iterator[CommitLogReader]:
     kafka.commit(unique("warm-up"), kafka_topic(kafka, unique), {0: 1})  # the log exists
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    partitions = len(admin.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions)
-    started = CommitLogReader({"bootstrap.servers": broker.bootstrap_servers}, "test", ALL, ALL)
-    started.start(partitions)
-    assert started.wait_loaded(60), started.failure or started.loading_progress
+    started = started_reader(broker.bootstrap_servers)
     yield started
     started.close()
 
