@@ -28,10 +28,8 @@ from lagwatch.vocabulary import STATUS_ORDER
 
 RULES_FILE = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "lagwatch-rules.yml"
 
-#: Default rules without a Prometheus counterpart today, and why (reported, not silently fixed).
-NOT_IN_PROMETHEUS = {
-    "RetentionMarginLow": "missing from the file; lagwatch_consumergroup_retention_margin_seconds would carry it",
-}
+#: Default rules without a Prometheus counterpart, and why (none today).
+NOT_IN_PROMETHEUS: dict[str, str] = {}
 #: Prometheus rules with no default rule behind them.
 PROMETHEUS_ONLY = {"LagwatchApiDown": "watches the scrape of `lagwatch api` itself, which the engine cannot see"}
 
