@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import socket
 import threading
 import time
@@ -34,6 +33,7 @@ from alerts.rules import CompiledRule, compile_rules
 from alerts.store import Store
 from lagwatch.config import Config
 from lagwatch.silences import active_silences
+from lagwatch.stop_signals import stop_on_signals
 
 log = logging.getLogger(__name__)
 
@@ -176,17 +176,6 @@ def start_in_background(config: Config) -> BackgroundEngine:
     return BackgroundEngine(AlertEngine(config))
 
 
-def _install_stop_handlers(stop: threading.Event) -> None:
-    """SIGTERM / SIGINT end the loop after the current pass (state is already persisted)."""
-
-    def stop_engine(signum: int, _frame: object) -> None:
-        log.info("received %s: stopping the alert engine", signal.Signals(signum).name)
-        stop.set()
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, stop_engine)
-
-
 def run(config: Config, args: argparse.Namespace) -> int:
     """`lagwatch alerts [--once]`."""
     rules = compile_rules(config.alerts)
@@ -206,7 +195,8 @@ def run(config: Config, args: argparse.Namespace) -> int:
             )
             return 1 if pending else 0
         stop = threading.Event()
-        _install_stop_handlers(stop)
+        # SIGTERM / SIGINT end the loop after the current pass (state is already persisted).
+        stop_on_signals(stop, "stopping the alert engine")
         engine.run_forever(stop)
         return 0
     finally:

@@ -149,7 +149,11 @@ def _filters(rule: CompiledRule) -> str:
 
 
 def _micros(seconds: float) -> int:
-    return round(seconds * 1_000_000)
+    """Whole microseconds rounded as datetime.fromtimestamp rounds them (the fraction alone, half
+    to even), so a row written at a float time and a step at that same time are the same instant;
+    rounding ``seconds * 1e6`` whole can land one microsecond apart."""
+    whole = math.floor(seconds)
+    return whole * 1_000_000 + round((seconds - whole) * 1_000_000)
 
 
 #: The grid's parameters in SQL, as BIGINT (a small bound value would be INT32 and overflow).

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import socket
 import threading
 import time
@@ -31,6 +30,7 @@ from lagwatch.kafka import (
     transport_client_config,
 )
 from lagwatch.samples import Sample
+from lagwatch.stop_signals import stop_on_signals
 from lagwatch.vocabulary import Source
 
 log = logging.getLogger(__name__)
@@ -179,15 +179,6 @@ class CollectLoop:
         self.assignment.close()
 
 
-def _install_stop_handlers(stop: threading.Event) -> None:
-    def handle(signum: int, _frame: object) -> None:
-        log.info("received %s: finishing the cycle, flushing, stopping", signal.Signals(signum).name)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handle)
-    signal.signal(signal.SIGINT, handle)
-
-
 def run(config: Config, args: argparse.Namespace) -> int:
     with cluster_for(config) as config:
         check_reachable(cluster_client_config(config), timeout_s=config.collect.timeout_s + 5)
@@ -218,7 +209,7 @@ def _run_collect(config: Config, once: bool) -> int:
             summary = loop.cycle()
         else:
             stop = threading.Event()
-            _install_stop_handlers(stop)
+            stop_on_signals(stop, "finishing the cycle, flushing, stopping")
             loop.run_forever(stop)
     finally:
         loop.close()

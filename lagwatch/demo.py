@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from lagwatch.broker import TANSU_PRODUCER_SETTINGS
 from lagwatch.config import Config
 from lagwatch.kafka import check_reachable, cluster_client_config, cluster_for, ensure_topic
+from lagwatch.stop_signals import stop_on_signals
 
 log = logging.getLogger(__name__)
 
@@ -233,8 +233,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
             config.demo.jmx_sim_port,
         )
         stop = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
-        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        stop_on_signals(stop, "stopping the demo")
         duration = float(getattr(args, "duration_s", 0) or 0)
         started = time.monotonic()
         try:

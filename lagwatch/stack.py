@@ -35,6 +35,7 @@ from lagwatch import exit_codes, processes
 from lagwatch.broker import EmbeddedBroker
 from lagwatch.config import Config
 from lagwatch.kafka import EMBEDDED_BOOTSTRAP_ENV, check_reachable, cluster_client_config, cluster_for
+from lagwatch.stop_signals import stop_on_signals
 
 log = logging.getLogger(__name__)
 
@@ -290,8 +291,7 @@ def _commit_log_skipped_line(config: Config) -> str:
 def run_broker(config: Config, args: argparse.Namespace) -> int:
     """Run the embedded broker alone (handy for a second terminal or a quick experiment)."""
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop_on_signals(stop, "stopping the broker")
     with EmbeddedBroker() as broker:
         print(f"tansu broker on {broker.bootstrap_servers} (Ctrl-C stops it)", flush=True)
         while not stop.wait(0.5):

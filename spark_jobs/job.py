@@ -29,7 +29,6 @@ import argparse
 import contextlib
 import logging
 import re
-import signal
 import tempfile
 import threading
 import time
@@ -43,6 +42,7 @@ from lagwatch import lake as lakelib
 from lagwatch.config import Config
 from lagwatch.kafka import KafkaUnreachable, check_reachable, cluster_for, ensure_samples_topic, transport_client_config
 from lagwatch.lake_maintenance import maintain_lake
+from lagwatch.stop_signals import stop_on_signals
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +155,7 @@ class StreamJob:
         spark = build_session(self.config, archive_dir=self.paths.archives)
         listener = self.listener = ProgressListener(self.paths.lake, self.config.cluster.name)
         spark.streams.addListener(listener)
-        previous = self._install_signal_handlers()
+        restore_signal_handlers = stop_on_signals(self.stopping, "stopping the queries")
         try:
             self.builders = query_builders(spark, self.config, self.paths, self.available_now)
             self.queries = [build() for build in self.builders.values()]
@@ -165,7 +165,7 @@ class StreamJob:
             # On a stop request, bounded short: after an idle trigger no progress event ever comes.
             listener.wait_recorded(self.queries, timeout_s=STOP_PROGRESS_WAIT_S if self.stopping.is_set() else 15.0)
             spark.streams.removeListener(listener)
-            self._restore_signal_handlers(previous)
+            restore_signal_handlers()
             self._maintain()
 
     def _watch(self) -> int:
@@ -256,22 +256,6 @@ class StreamJob:
             if query.isActive:
                 query.stop()
                 log.info("query %s stopped", query.name)
-
-    def _install_signal_handlers(self) -> dict[int, Any]:
-        previous = {}
-
-        def request_stop(signum: int, _frame: Any) -> None:
-            log.info("received %s", signal.Signals(signum).name)
-            self.stopping.set()
-
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            previous[signum] = signal.signal(signum, request_stop)
-        return previous
-
-    @staticmethod
-    def _restore_signal_handlers(previous: dict[int, Any]) -> None:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
 
 
 def kafka_source_error(message: str) -> str | None:
