@@ -6,8 +6,6 @@ protocol, so the same lines hold for classic groups there.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,9 +21,8 @@ from collectors.base import SampleFactory
 from lagwatch.membership import GROUP_STATE_CODE, GROUP_TYPE_CODE
 from tests.collectors.group_members import GroupMember, wait_for
 from tests.fixtures.kafka_workload import KafkaWorkload
+from tests.fixtures.processes import run_lagwatch
 from tests.fixtures.samples_topic import read_samples
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def member_protocol(broker: Any) -> str:
@@ -49,13 +46,7 @@ def test_collect_once_reports_the_two_members_of_a_kip848_group(
             f'[transport]\nsamples_topic = "{samples_topic}"\n'
             f'[collect]\ninterval_s = 5\ntimeout_s = 4\ngroups_allow = ["^{group}$"]\n'
         )
-        proc = subprocess.run(
-            [sys.executable, "-m", "lagwatch.cli", "collect", "--once", "--config", str(config)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            cwd=REPO,
-        )
+        proc = run_lagwatch(config, "collect", "--once")
         assert proc.returncode == 0, proc.stderr
     finally:
         for member in members:

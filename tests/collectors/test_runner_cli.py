@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from lagwatch.broker import free_port
+from tests.fixtures.processes import run_lagwatch
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -47,12 +48,7 @@ def test_collect_once_prints_the_line_the_readme_promises(broker, tmp_path: Path
         f'[cluster]\nbootstrap_servers = "{broker.bootstrap_servers}"\n'
         f'[transport]\nsamples_topic = "once-{tmp_path.name}"\n[collect]\ninterval_s = 5\ntimeout_s = 4\n'
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "lagwatch.cli", "collect", "--once", "--config", str(config)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = run_lagwatch(config, "collect", "--once")
     assert proc.returncode == 0, proc.stderr
     [line] = proc.stdout.splitlines()
     match = _readme_once_line().match(line)
