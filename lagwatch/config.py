@@ -18,7 +18,16 @@ import tomllib
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 log = logging.getLogger(__name__)
 
@@ -88,22 +97,18 @@ def _check_client_props(props: dict[str, Any]) -> dict[str, str]:
     return {k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in props.items()}
 
 
-class ClusterConfig(_Model):
-    name: str = Field("local", min_length=1)
-    #: Empty: start the embedded tansu broker on a free loopback port.
-    bootstrap_servers: str = ""
-    #: librdkafka properties passed through as they are (security.protocol, sasl.mechanism,
-    #: ssl.ca.location, …). sasl.password comes from LAGWATCH_CLUSTER_SASL_PASSWORD.
-    client: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("client")
-    @classmethod
-    def _client_props(cls, props: dict[str, Any]) -> dict[str, str]:
-        return _check_client_props(props)
+def _compiled_regexes(patterns: list[str]) -> list[str]:
+    """Refuse a pattern that does not compile when the config loads, not at the first cycle."""
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
+    return patterns
 
 
 class TransportConfig(_Model):
-    #: Empty: the same cluster as [cluster] carries the samples.
+    #: Empty: the first monitored cluster ([cluster], or the first [[clusters]] entry) carries the samples.
     bootstrap_servers: str = ""
     samples_topic: str = Field("lagwatch.samples", min_length=1)
     samples_partitions: int = Field(6, ge=1)
@@ -161,12 +166,7 @@ class CollectConfig(_Model):
     @field_validator("groups_allow", "groups_deny", "topics_allow", "topics_deny")
     @classmethod
     def _regexes_compile(cls, patterns: list[str]) -> list[str]:
-        for pattern in patterns:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"bad regex {pattern!r}: {exc}") from exc
-        return patterns
+        return _compiled_regexes(patterns)
 
     @model_validator(mode="after")
     def _timeout_within_interval(self) -> CollectConfig:
@@ -213,6 +213,56 @@ class JmxConfig(_Model):
     targets: list[JmxTarget] = Field(default_factory=list)
     #: Path to a JRE's libjvm for the jpype backend; empty: let JPype find it.
     jvm_path: str = ""
+
+
+#: Threshold keys a group or a whole cluster may override (rules of the same names in docs/rollups.md).
+THRESHOLD_KEYS = frozenset({"warn_lag", "warn_time_lag_s", "stop_after_s"})
+
+
+def _check_threshold_keys(values: dict[str, float], whose: str) -> None:
+    unknown = sorted(set(values) - THRESHOLD_KEYS)
+    if unknown:
+        raise ValueError(f"{whose}: unknown threshold(s) {unknown}; allowed: {sorted(THRESHOLD_KEYS)}")
+
+
+class ClusterJmx(_Model):
+    """A cluster's own JMX endpoints ([[clusters.jmx.targets]] or [[cluster.jmx.targets]])."""
+
+    targets: list[JmxTarget] = Field(default_factory=list)
+
+
+class ClusterConfig(_Model):
+    """One monitored cluster: `[cluster]` (the one-cluster form) or an entry of `[[clusters]]`."""
+
+    name: str = Field("local", min_length=1)
+    #: Empty: start the embedded tansu broker on a free loopback port (the one-cluster form only).
+    bootstrap_servers: str = ""
+    #: librdkafka properties passed through as they are (security.protocol, sasl.mechanism,
+    #: ssl.ca.location, …). Secrets come from the environment (`cluster_secret_env`).
+    client: dict[str, Any] = Field(default_factory=dict)
+    #: This cluster's JMX targets; in the one-cluster form `[[jmx.targets]]` adds to them.
+    jmx: ClusterJmx = Field(default_factory=ClusterJmx)
+    #: Unset: `[collect] groups_allow` / `groups_deny` (filled in when the config loads).
+    groups_allow: list[str] | None = None
+    groups_deny: list[str] | None = None
+    #: Thresholds for every group of this cluster (keys as in `[lag.group_thresholds]`, which
+    #: still wins for the groups it names).
+    lag: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("client")
+    @classmethod
+    def _client_props(cls, props: dict[str, Any]) -> dict[str, str]:
+        return _check_client_props(props)
+
+    @field_validator("groups_allow", "groups_deny")
+    @classmethod
+    def _regexes_compile(cls, patterns: list[str] | None) -> list[str] | None:
+        return None if patterns is None else _compiled_regexes(patterns)
+
+    @model_validator(mode="after")
+    def _known_lag_keys(self) -> ClusterConfig:
+        _check_threshold_keys(self.lag, "lag")
+        return self
 
 
 class LakeConfig(_Model):
@@ -304,11 +354,8 @@ class LagConfig(_Model):
     @field_validator("group_thresholds")
     @classmethod
     def _known_threshold_keys(cls, groups: dict[str, dict[str, float]]) -> dict[str, dict[str, float]]:
-        allowed = {"warn_lag", "warn_time_lag_s", "stop_after_s"}
         for group, values in groups.items():
-            unknown = sorted(set(values) - allowed)
-            if unknown:
-                raise ValueError(f"group {group!r}: unknown threshold(s) {unknown}; allowed: {sorted(allowed)}")
+            _check_threshold_keys(values, f"group {group!r}")
         return groups
 
 
@@ -435,7 +482,10 @@ class DemoConfig(_Model):
 
 
 class Config(_Model):
+    #: The one-cluster form. With `[[clusters]]` it is not written; it then names the first entry.
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
+    #: Every monitored cluster: the `[[clusters]]` entries, or `[cluster]` alone.
+    clusters: list[ClusterConfig] = Field(default_factory=list)
     transport: TransportConfig = Field(default_factory=TransportConfig)
     collect: CollectConfig = Field(default_factory=CollectConfig)
     jmx: JmxConfig = Field(default_factory=JmxConfig)
@@ -449,10 +499,39 @@ class Config(_Model):
 
     #: Where the file was read from; relative paths in the config resolve against its folder.
     source_path: str = Field("", exclude=True)
+    _clusters_resolved: bool = PrivateAttr(False)
+
+    @model_validator(mode="after")
+    def _one_list_of_clusters(self) -> Config:
+        """Both forms end as `clusters`, each entry complete, so no reader asks which form was used."""
+        if self._clusters_resolved:  # an assignment re-runs model validators
+            return self
+        self._clusters_resolved = True
+        if not self.clusters:
+            self.__dict__["clusters"] = [self.cluster]  # not an assignment: that would re-run this validator
+            self.cluster.jmx.targets.extend(self.jmx.targets)
+        else:
+            _check_many_clusters(self)
+            self.__dict__["cluster"] = self.clusters[0]
+        for cluster in self.clusters:
+            cluster.__dict__["groups_allow"] = (
+                self.collect.groups_allow if cluster.groups_allow is None else cluster.groups_allow
+            )
+            cluster.__dict__["groups_deny"] = (
+                self.collect.groups_deny if cluster.groups_deny is None else cluster.groups_deny
+            )
+        return self
 
     @property
     def embedded_broker(self) -> bool:
         return not self.cluster.bootstrap_servers
+
+    def cluster_named(self, name: str) -> ClusterConfig:
+        """The monitored cluster called `name`; a KeyError names the ones there are."""
+        for cluster in self.clusters:
+            if cluster.name == name:
+                return cluster
+        raise KeyError(f"no cluster {name!r} in the config (clusters: {', '.join(c.name for c in self.clusters)})")
 
     def transport_servers(self) -> str:
         return self.transport.bootstrap_servers or self.cluster.bootstrap_servers
@@ -463,6 +542,21 @@ class Config(_Model):
         if candidate.is_absolute() or not self.source_path:
             return candidate
         return Path(self.source_path).resolve().parent / candidate
+
+
+def _check_many_clusters(config: Config) -> None:
+    """`[[clusters]]` rules: names unique, servers set, and no one-cluster keys beside it."""
+    if "cluster" in config.model_fields_set:
+        raise ValueError("[cluster] and [[clusters]] both set: use [cluster] for one cluster or [[clusters]] for many")
+    if config.jmx.targets:
+        raise ValueError("jmx.targets: with [[clusters]], list each cluster's targets under [[clusters.jmx.targets]]")
+    seen: set[str] = set()
+    for cluster in config.clusters:
+        if cluster.name in seen:
+            raise ValueError(f"clusters: the name {cluster.name!r} is used twice; each cluster needs its own name")
+        seen.add(cluster.name)
+        if not cluster.bootstrap_servers:
+            raise ValueError(f"clusters {cluster.name!r}: bootstrap_servers is required with [[clusters]]")
 
 
 def _key_name(loc: tuple[int | str, ...], data: dict[str, Any]) -> str:
@@ -490,27 +584,45 @@ def _format_validation_error(exc: ValidationError, path: str, data: dict[str, An
     lines = [f"invalid configuration in {path}:"]
     for err in exc.errors():
         key = _key_name(err["loc"], data)
-        if err["type"] == "extra_forbidden":
+        if not err["loc"]:  # a whole-config rule: its message names the keys
+            lines.append(f"  {err['msg'].removeprefix('Value error, ')}")
+        elif err["type"] == "extra_forbidden":
             lines.append(f"  {key}: unknown key")
         else:
             lines.append(f"  {key}: {err['msg'].removeprefix('Value error, ')}")
     return "\n".join(lines)
 
 
+#: librdkafka properties a monitored cluster's environment variables may set, by variable suffix.
+CLUSTER_ENV_PROPERTIES = {
+    "SASL_USERNAME": "sasl.username",
+    "SASL_PASSWORD": "sasl.password",
+    "SSL_KEY_PASSWORD": "ssl.key.password",
+    "SASL_OAUTHBEARER_CLIENT_SECRET": "sasl.oauthbearer.client.secret",
+}
+
+
+def cluster_env_prefix(name: str) -> str:
+    """LAGWATCH_CLUSTER_<NAME>_ for a named cluster: upper case, anything but A-Z and 0-9 as `_`."""
+    return "LAGWATCH_CLUSTER_" + re.sub(r"[^A-Z0-9]", "_", name.upper()) + "_"
+
+
 def _apply_env_secrets(config: Config, environ: dict[str, str]) -> None:
-    """Secrets and deployment-specific overrides come from LAGWATCH_* environment variables."""
-    overrides = {
-        "LAGWATCH_CLUSTER_SASL_USERNAME": (config.cluster.client, "sasl.username"),
-        "LAGWATCH_CLUSTER_SASL_PASSWORD": (config.cluster.client, "sasl.password"),
-        "LAGWATCH_CLUSTER_SSL_KEY_PASSWORD": (config.cluster.client, "ssl.key.password"),
-        "LAGWATCH_TRANSPORT_SASL_USERNAME": (config.transport.client, "sasl.username"),
-        "LAGWATCH_TRANSPORT_SASL_PASSWORD": (config.transport.client, "sasl.password"),
-        "LAGWATCH_TRANSPORT_SSL_KEY_PASSWORD": (config.transport.client, "ssl.key.password"),
-    }
-    for var, (props, key) in overrides.items():
-        if environ.get(var):
-            props[key] = environ[var]
-    if environ.get("LAGWATCH_BOOTSTRAP_SERVERS"):
+    """Secrets and deployment-specific overrides come from LAGWATCH_* environment variables.
+
+    LAGWATCH_CLUSTER_SASL_PASSWORD (and its siblings) is the one-cluster form's; every cluster also
+    reads its own LAGWATCH_CLUSTER_<NAME>_SASL_PASSWORD, which wins.
+    """
+    for suffix, key in CLUSTER_ENV_PROPERTIES.items():
+        if environ.get(f"LAGWATCH_CLUSTER_{suffix}") and len(config.clusters) == 1:
+            config.cluster.client[key] = environ[f"LAGWATCH_CLUSTER_{suffix}"]
+        for cluster in config.clusters:
+            if environ.get(cluster_env_prefix(cluster.name) + suffix):
+                cluster.client[key] = environ[cluster_env_prefix(cluster.name) + suffix]
+    for suffix, key in CLUSTER_ENV_PROPERTIES.items():
+        if environ.get(f"LAGWATCH_TRANSPORT_{suffix}"):
+            config.transport.client[key] = environ[f"LAGWATCH_TRANSPORT_{suffix}"]
+    if environ.get("LAGWATCH_BOOTSTRAP_SERVERS") and len(config.clusters) == 1:
         config.cluster.bootstrap_servers = environ["LAGWATCH_BOOTSTRAP_SERVERS"]
 
 
