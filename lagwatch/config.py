@@ -25,10 +25,24 @@ log = logging.getLogger(__name__)
 DEFAULT_CONFIG_PATH = "config.toml"
 CONFIG_ENV_VAR = "LAGWATCH_CONFIG"
 
-#: librdkafka properties that carry secrets. They must come from the environment.
+#: librdkafka properties that carry secrets. They must come from the environment
+#: (`client_env_var` names the variable of each).
 SECRET_CLIENT_KEYS = frozenset(
-    {"sasl.password", "ssl.key.password", "ssl.keystore.password", "sasl.oauthbearer.client.secret"}
+    {
+        "sasl.password",
+        "ssl.key.password",
+        "ssl.keystore.password",
+        "sasl.oauthbearer.client.secret",  # OAUTHBEARER/OIDC client credentials
+        "sasl.oauthbearer.assertion.private.key.passphrase",  # OIDC JWT-bearer assertion key
+    }
 )
+#: Client properties set from the environment: every secret, and the SASL user name (it differs per deployment).
+ENV_CLIENT_KEYS = ("sasl.username", *sorted(SECRET_CLIENT_KEYS))
+
+
+def client_env_var(section: str, key: str) -> str:
+    """The variable that sets `key` of [section] client: cluster, sasl.password → LAGWATCH_CLUSTER_SASL_PASSWORD."""
+    return f"LAGWATCH_{section.upper()}_{key.upper().replace('.', '_')}"
 
 
 class ConfigError(Exception):
@@ -499,17 +513,11 @@ def _format_validation_error(exc: ValidationError, path: str, data: dict[str, An
 
 def _apply_env_secrets(config: Config, environ: dict[str, str]) -> None:
     """Secrets and deployment-specific overrides come from LAGWATCH_* environment variables."""
-    overrides = {
-        "LAGWATCH_CLUSTER_SASL_USERNAME": (config.cluster.client, "sasl.username"),
-        "LAGWATCH_CLUSTER_SASL_PASSWORD": (config.cluster.client, "sasl.password"),
-        "LAGWATCH_CLUSTER_SSL_KEY_PASSWORD": (config.cluster.client, "ssl.key.password"),
-        "LAGWATCH_TRANSPORT_SASL_USERNAME": (config.transport.client, "sasl.username"),
-        "LAGWATCH_TRANSPORT_SASL_PASSWORD": (config.transport.client, "sasl.password"),
-        "LAGWATCH_TRANSPORT_SSL_KEY_PASSWORD": (config.transport.client, "ssl.key.password"),
-    }
-    for var, (props, key) in overrides.items():
-        if environ.get(var):
-            props[key] = environ[var]
+    for section, props in (("cluster", config.cluster.client), ("transport", config.transport.client)):
+        for key in ENV_CLIENT_KEYS:
+            value = environ.get(client_env_var(section, key))
+            if value:
+                props[key] = value
     if environ.get("LAGWATCH_BOOTSTRAP_SERVERS"):
         config.cluster.bootstrap_servers = environ["LAGWATCH_BOOTSTRAP_SERVERS"]
 
