@@ -68,6 +68,7 @@ from collectors.commit_log import (
     skipped_samples,
 )
 from collectors.commit_log_topics import TopicIdNamer
+from collectors.group_visibility import HiddenGroups, literal_names, refused
 from collectors.share_group_samples import share_group_samples
 from collectors.share_groups import ShareGroupReader
 from lagwatch.config import Config
@@ -121,6 +122,9 @@ class AdminCollector:
         self._fallback_said: str | None = None
         self._share_groups = ShareGroupReader(self.name, cluster_client_config(config), self._group_allowed)
         self._topic_ids = TopicIdNamer()
+        self._hidden = HiddenGroups(self.name)
+        #: Groups named exactly in groups_allow: known to exist even where ListGroups leaves them out.
+        self._named_groups = {g for g in literal_names(config.collect.groups_allow) if self._group_allowed(g)}
 
     @property
     def name(self) -> str:
@@ -207,6 +211,8 @@ class AdminCollector:
         if self._commit_log is not None:
             samples.append(in_use_sample(ts, make, reader is not None))
         samples.extend(self._group_states(cycle, listings))
+        self._find_unlisted_hidden(cycle, listings, reader)
+        samples.append(self._hidden.report(cycle.hidden, ts, make))
         share_samples, share_errors = share_group_samples(shares_read(), self._topic_allowed, ts, make)
         samples.extend(share_samples)
         for line in share_errors:
@@ -243,7 +249,7 @@ class AdminCollector:
         samples: list[Sample] = []
         for group in committed_groups(reads):
             if group.error is not None:
-                cycle.errors.add(f"committed_offset group {group.group_id}: {group.error}")
+                cycle.refused_or_error(group.group_id, group.error, "committed_offset")
                 continue
             samples.extend(
                 group_offset_samples(
@@ -271,7 +277,10 @@ class AdminCollector:
         if reader.failure is not None:
             why = reader.failure
         elif topic is None:
-            why = f"the cluster has no {COMMIT_LOG_TOPIC} topic"
+            why = (
+                f"the cluster has no {COMMIT_LOG_TOPIC} topic visible to this principal (none on tansu; "
+                f"on Kafka, grant Describe and Read on topic {COMMIT_LOG_TOPIC} to read the commit log)"
+            )
         else:
             reader.start(len(topic.partitions))
             # The first load may take a while: wait for it within half the cycle, then fall back.
@@ -334,7 +343,7 @@ class AdminCollector:
                 cycle.admin, sorted(listings), collect.describe_groups_batch, collect.admin_concurrency, cycle.deadline
             )
             for group_id, error in described.errors.items():
-                cycle.errors.add(f"consumer_group_state group {group_id}: {error}")
+                cycle.refused_or_error(group_id, error, "consumer_group_state")
             if described.unfinished:
                 cycle.errors.add(
                     f"consumer_group_state: {described.unfinished} group(s) not described within the timeout"
@@ -360,6 +369,22 @@ class AdminCollector:
                     samples.extend(describe(group_id, description, self._topic_allowed, cycle.ts, cycle.make))
         return samples
 
+    def _find_unlisted_hidden(
+        self, cycle: _Cycle, listings: dict[str, Listing], reader: CommitLogReader | None
+    ) -> None:
+        """Groups known from the commit log or named in groups_allow but not listed: ListGroups leaves
+        out the groups the principal may not describe (without Describe on the cluster). Describing them
+        tells hidden from absent (collectors/group_visibility.py)."""
+        known = self._named_groups | (reader.group_ids() if reader is not None else set())
+        unlisted = sorted(known - listings.keys() - cycle.hidden)
+        if not unlisted:
+            return
+        collect = self._config.collect
+        described = describe_groups(
+            cycle.admin, unlisted, collect.describe_groups_batch, collect.admin_concurrency, cycle.deadline
+        )
+        cycle.hidden.update(group_id for group_id, error in described.errors.items() if refused(error))
+
 
 Offsets = dict[tuple[str, int], int]
 #: What ListGroups said of a group: its state code and type code (None where it did not say).
@@ -384,6 +409,15 @@ class _Cycle:
     deadline: float
     errors: ErrorList = field(default_factory=ErrorList)
     counts: LagCounts = field(default_factory=LagCounts)
+    #: Groups the principal may not describe (GROUP_AUTHORIZATION_FAILED), reported on their own.
+    hidden: set[str] = field(default_factory=set)
+
+    def refused_or_error(self, group_id: str, error: str, metric: str) -> None:
+        """A group read that failed: hidden from this principal, or an error of the cycle."""
+        if refused(error):
+            self.hidden.add(group_id)
+        else:
+            self.errors.add(f"{metric} group {group_id}: {error}")
 
     def log_summary(self, name: str, partitions: int, groups: int, duration_s: float) -> None:
         counts = self.counts

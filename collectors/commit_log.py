@@ -202,6 +202,11 @@ class CommitLogReader:
         with self._lock:
             return {group: [tp for tp, _ in offsets.values()] for group, offsets in self._latest.items() if offsets}
 
+    def group_ids(self) -> set[str]:
+        """Every group with a latest commit in the table."""
+        with self._lock:
+            return {group for group, offsets in self._latest.items() if offsets}
+
     def groups(self) -> dict[str, GroupMetadata]:
         """Latest group metadata (protocol, generation, members) per group id."""
         with self._lock:
@@ -372,16 +377,29 @@ class CommitLogReader:
         if self.skipped[kind] == 1:
             log.info("commit log: skipping %s records (%s); counted in commit_log_records_skipped_total", kind, reason)
 
+    def _grant_hint(self, code: int) -> str:
+        grant = missing_grant(code, self.group_id)
+        return f"; grant {grant} to this principal to read every commit" if grant else ""
+
     def _on_error(self, message: Message, error: KafkaError) -> None:
         code = error.code()
         if code == KafkaError._PARTITION_EOF:
             self._partitions_at_end.add(message.partition())
             self._positions[message.partition()] = message.offset()
         elif code in _FATAL_CODES:
-            self.failure = f"cannot read {TOPIC}: {error.name()}: {error.str()}"
+            self.failure = f"cannot read {TOPIC}: {error.name()}: {error.str()}{self._grant_hint(code)}"
             self._loaded.set()
         else:
             log.warning("commit log %s[%s]: %s", TOPIC, message.partition(), error.str())
+
+
+def missing_grant(code: int, group_id: str) -> str | None:
+    """The ACL that would let the reader in, whoever the principal is (docs/operations.md, "Secured clusters")."""
+    if code == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+        return f"Read on topic {TOPIC}"
+    if code == KafkaError.GROUP_AUTHORIZATION_FAILED:
+        return f"Describe on group {group_id} (the reader's group.id; it joins no group)"
+    return None
 
 
 def commit_samples(commits: list[Commit], make: SampleFactory) -> list[Sample]:

@@ -181,9 +181,11 @@ class CollectLoop:
 
 def run(config: Config, args: argparse.Namespace) -> int:
     with cluster_for(config) as config:
-        check_reachable(cluster_client_config(config), timeout_s=config.collect.timeout_s + 5)
+        check_reachable(
+            cluster_client_config(config), cluster=config.cluster.name, timeout_s=config.collect.timeout_s + 5
+        )
         transport = transport_client_config(config)
-        check_reachable(transport, timeout_s=config.collect.timeout_s + 5)
+        check_reachable(transport, cluster="transport", timeout_s=config.collect.timeout_s + 5)
         ensure_samples_topic(config)
         return _run_collect(config, once=bool(getattr(args, "once", False)))
 

@@ -34,10 +34,24 @@ log = logging.getLogger(__name__)
 DEFAULT_CONFIG_PATH = "config.toml"
 CONFIG_ENV_VAR = "LAGWATCH_CONFIG"
 
-#: librdkafka properties that carry secrets. They must come from the environment.
+#: librdkafka properties that carry secrets. They must come from the environment
+#: (`client_env_var` names the variable of each).
 SECRET_CLIENT_KEYS = frozenset(
-    {"sasl.password", "ssl.key.password", "ssl.keystore.password", "sasl.oauthbearer.client.secret"}
+    {
+        "sasl.password",
+        "ssl.key.password",
+        "ssl.keystore.password",
+        "sasl.oauthbearer.client.secret",  # OAUTHBEARER/OIDC client credentials
+        "sasl.oauthbearer.assertion.private.key.passphrase",  # OIDC JWT-bearer assertion key
+    }
 )
+#: Client properties set from the environment: every secret, and the SASL user name (it differs per deployment).
+ENV_CLIENT_KEYS = ("sasl.username", *sorted(SECRET_CLIENT_KEYS))
+
+
+def client_env_var(section: str, key: str) -> str:
+    """The variable that sets `key` of [section] client: cluster, sasl.password → LAGWATCH_CLUSTER_SASL_PASSWORD."""
+    return f"LAGWATCH_{section.upper()}_{key.upper().replace('.', '_')}"
 
 
 class ConfigError(Exception):
@@ -593,18 +607,14 @@ def _format_validation_error(exc: ValidationError, path: str, data: dict[str, An
     return "\n".join(lines)
 
 
-#: librdkafka properties a monitored cluster's environment variables may set, by variable suffix.
-CLUSTER_ENV_PROPERTIES = {
-    "SASL_USERNAME": "sasl.username",
-    "SASL_PASSWORD": "sasl.password",
-    "SSL_KEY_PASSWORD": "ssl.key.password",
-    "SASL_OAUTHBEARER_CLIENT_SECRET": "sasl.oauthbearer.client.secret",
-}
-
-
 def cluster_env_prefix(name: str) -> str:
     """LAGWATCH_CLUSTER_<NAME>_ for a named cluster: upper case, anything but A-Z and 0-9 as `_`."""
     return "LAGWATCH_CLUSTER_" + re.sub(r"[^A-Z0-9]", "_", name.upper()) + "_"
+
+
+def named_cluster_env_var(name: str, key: str) -> str:
+    """The variable that sets `key` for the cluster called `name`: LAGWATCH_CLUSTER_PROD_EU_SASL_PASSWORD."""
+    return cluster_env_prefix(name) + key.upper().replace(".", "_")
 
 
 def _apply_env_secrets(config: Config, environ: dict[str, str]) -> None:
@@ -613,15 +623,14 @@ def _apply_env_secrets(config: Config, environ: dict[str, str]) -> None:
     LAGWATCH_CLUSTER_SASL_PASSWORD (and its siblings) is the one-cluster form's; every cluster also
     reads its own LAGWATCH_CLUSTER_<NAME>_SASL_PASSWORD, which wins.
     """
-    for suffix, key in CLUSTER_ENV_PROPERTIES.items():
-        if environ.get(f"LAGWATCH_CLUSTER_{suffix}") and len(config.clusters) == 1:
-            config.cluster.client[key] = environ[f"LAGWATCH_CLUSTER_{suffix}"]
+    for key in ENV_CLIENT_KEYS:
+        if environ.get(client_env_var("cluster", key)) and len(config.clusters) == 1:
+            config.cluster.client[key] = environ[client_env_var("cluster", key)]
         for cluster in config.clusters:
-            if environ.get(cluster_env_prefix(cluster.name) + suffix):
-                cluster.client[key] = environ[cluster_env_prefix(cluster.name) + suffix]
-    for suffix, key in CLUSTER_ENV_PROPERTIES.items():
-        if environ.get(f"LAGWATCH_TRANSPORT_{suffix}"):
-            config.transport.client[key] = environ[f"LAGWATCH_TRANSPORT_{suffix}"]
+            if environ.get(named_cluster_env_var(cluster.name, key)):
+                cluster.client[key] = environ[named_cluster_env_var(cluster.name, key)]
+        if environ.get(client_env_var("transport", key)):
+            config.transport.client[key] = environ[client_env_var("transport", key)]
     if environ.get("LAGWATCH_BOOTSTRAP_SERVERS") and len(config.clusters) == 1:
         config.cluster.bootstrap_servers = environ["LAGWATCH_BOOTSTRAP_SERVERS"]
 

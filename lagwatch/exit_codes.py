@@ -12,7 +12,7 @@ FAILED = 1
 #: The input was refused: a bad config (file and key named), a bad command line, a refused or
 #: failing SQL query.
 BAD_INPUT = 2
-#: Kafka did not answer (the bootstrap servers are named).
+#: Kafka did not answer, or refused the login or its certificate was not trusted (cluster and cause named).
 KAFKA_UNREACHABLE = 3
 #: Stopped by Ctrl-C before it finished (128 + SIGINT).
 INTERRUPTED = 130

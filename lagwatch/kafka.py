@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -49,17 +51,56 @@ def producer_config(config: Config) -> dict[str, Any]:
     return settings
 
 
-def check_reachable(settings: dict[str, Any], timeout_s: float = 10.0) -> None:
-    """Fail fast with the bootstrap servers named, instead of a silent librdkafka retry loop."""
+def check_reachable(settings: dict[str, Any], cluster: str = "", timeout_s: float = 10.0) -> None:
+    """Fail fast, naming the cluster and the cause, instead of a silent librdkafka retry loop.
+
+    A refused login or an untrusted certificate never turns into an answer, so it is reported
+    the moment librdkafka reports it (its error callback), not after `timeout_s` as a timeout.
+    """
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({**settings, "log_level": 0})
-    try:
-        admin.list_topics(timeout=timeout_s)
-    except Exception as exc:
-        raise KafkaUnreachable(
-            f"Kafka at {settings.get('bootstrap.servers')!r} did not answer within {timeout_s:.0f} s ({exc})"
-        ) from None
+    refusals: list[Any] = []  # KafkaErrors from librdkafka's error callback
+    admin = AdminClient({**settings, "log_level": 0, "error_cb": refusals.append})
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            admin.list_topics(timeout=max(0.1, min(1.0, deadline - time.monotonic())))
+            return
+        except Exception as exc:
+            admin.poll(0.1)  # hands connection errors to the callback (and paces a quick failure)
+            cause = refusal_cause(refusals)
+            if cause is None and time.monotonic() < deadline:
+                continue
+            raise KafkaUnreachable(unreachable_message(settings, cluster, timeout_s, cause, exc)) from None
+
+
+_ELAPSED = re.compile(r"\s*\(after \d+ms in state \w+\)$")
+
+
+def refusal_cause(errors: list[Any]) -> str | None:
+    """Why the broker refused this client, in the operator's words; None when nothing refused it."""
+    from confluent_kafka import KafkaError
+
+    for error in errors:
+        detail = _ELAPSED.sub("", error.str().split(": ", 1)[-1])  # without "sasl_ssl://host:port/id: "
+        if error.code() == KafkaError._AUTHENTICATION:
+            return f"authentication failed ({detail}); check the SASL mechanism and credentials"
+        if error.code() == KafkaError._SSL and "certificate verify failed" in detail:
+            return f"the broker's TLS certificate is not trusted ({detail})"
+        if error.code() == KafkaError._SSL:
+            return f"TLS handshake failed ({detail})"
+    return None
+
+
+def unreachable_message(
+    settings: dict[str, Any], cluster: str, timeout_s: float, cause: str | None, exc: Exception
+) -> str:
+    where = f"Kafka at {settings.get('bootstrap.servers')!r}"
+    if cluster:
+        where = f"cluster {cluster!r}: {where}"
+    if cause is not None:
+        return f"{where} refused the connection: {cause}"
+    return f"{where} did not answer within {timeout_s:.0f} s ({exc})"
 
 
 #: Replication factor of created topics when none is configured: 3, or every live broker if fewer.

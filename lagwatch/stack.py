@@ -30,6 +30,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lagwatch import exit_codes, processes
 from lagwatch.broker import EmbeddedBroker
@@ -262,30 +263,53 @@ def run_status(config: Config, args: argparse.Namespace) -> int:
     api_ok, api_line = _api_health(state.get("api_url", _api_url(config)))
     print(api_line)
     print(_commit_log_skipped_line(config))
+    print(_groups_not_visible_line(config))
     healthy &= api_ok
     return 0 if healthy else 1
 
 
-def _commit_log_skipped_line(config: Config) -> str:
-    """The commit-log records skipped, per type, from the newest minute in the lake (not a health verdict)."""
+def _newest_per(config: Config, metric: str, source: str, label: str) -> dict[Any, float]:
+    """`metric`'s newest 1-minute value per `label` value in the lake (raises when there is no lake yet)."""
     from lagwatch.lake import connect_readonly
 
+    con = connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
     try:
-        con = connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
-        try:
-            rows = con.execute(
-                "SELECT client_id, arg_max(last, window_start) FROM metrics_1m "
-                "WHERE metric = 'commit_log_records_skipped_total' AND source = 'commitlog' GROUP BY client_id"
-            ).fetchall()
-        finally:
-            con.close()
+        rows = con.execute(
+            f"SELECT {label}, arg_max(last, window_start) FROM metrics_1m "  # label: a column name of ours
+            "WHERE metric = ? AND source = ? GROUP BY 1",
+            [metric, source],
+        ).fetchall()
+    finally:
+        con.close()
+    return {key: value for key, value in rows}
+
+
+def _commit_log_skipped_line(config: Config) -> str:
+    """The commit-log records skipped, per type, from the newest minute in the lake (not a health verdict)."""
+    try:
+        counts = {
+            k: int(v)
+            for k, v in _newest_per(config, "commit_log_records_skipped_total", "commitlog", "client_id").items()
+        }
     except Exception as exc:  # no lake yet, or no such rows: say so, status goes on
         return f"{'commit log':<20} skipped records unknown ({type(exc).__name__})"
-    counts = {kind: int(value) for kind, value in rows}
     if not counts:
         return f"{'commit log':<20} no skipped-record counts in the lake"
     by_type = ", ".join(f"{kind} {n}" for kind, n in sorted((k, v) for k, v in counts.items() if k is not None))
     return f"{'commit log':<20} {counts.get(None, 0)} records skipped" + (f" ({by_type})" if by_type else "")
+
+
+def _groups_not_visible_line(config: Config) -> str:
+    """Consumer groups the collector's principal may not describe, per cluster, newest minute (docs/operations.md)."""
+    from lagwatch.vocabulary import GROUPS_NOT_VISIBLE_METRIC
+
+    try:
+        counts = _newest_per(config, GROUPS_NOT_VISIBLE_METRIC, "admin", "cluster")
+    except Exception as exc:  # no lake yet: say so, status goes on
+        return f"{'groups not visible':<20} unknown ({type(exc).__name__})"
+    if not counts:
+        return f"{'groups not visible':<20} no counts in the lake"
+    return f"{'groups not visible':<20} " + ", ".join(f"{c} {int(n)}" for c, n in sorted(counts.items()))
 
 
 def run_broker(config: Config, args: argparse.Namespace) -> int:

@@ -39,6 +39,8 @@ GROUP_LOG_START_METRIC = "group_log_start_offset"
 #: A share group's partition (KIP-932): its share-partition start offset and share lag. The lag
 #: judgement reads them as it reads a consumer group's committed offset and lag (docs/share-groups.md).
 SHARE_START_METRIC, SHARE_LAG_METRIC = "share_start_offset", "share_group_lag"
+#: Groups known to exist that the monitoring principal may not describe (collectors/group_visibility.py).
+GROUPS_NOT_VISIBLE_METRIC = "consumer_groups_not_visible"
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,9 @@ METRICS: tuple[Metric, ...] = (
            "6 Assigning, 7 Reconciling (the last two: consumer-protocol groups, KIP-848)"),
     Metric("consumer_group_type", "gauge", "type code", ("group_id",), (Source.ADMIN, Source.COMMITLOG),
            "Group protocol code: 1 classic, 2 consumer (KIP-848), 3 share, 4 streams; sent where the broker says it"),
+    Metric(GROUPS_NOT_VISIBLE_METRIC, "gauge", "groups", (), (Source.ADMIN,),
+           "Consumer groups known to exist (listed, in the commit log, or named in groups_allow) that the "
+           "principal may not describe (no Describe ACL): not described, and no OffsetFetch lag; the log names them"),
     Metric(SHARE_START_METRIC, "counter", "offset", ("group_id", "topic", "partition"), (Source.ADMIN,),
            "A share group's share-partition start offset: every record below it is acknowledged (KIP-932)"),
     Metric(SHARE_LAG_METRIC, "gauge", "records", ("group_id", "topic", "partition"), (Source.ADMIN,),

@@ -4,6 +4,9 @@
   the broker the suite treats as the truth (``broker.version`` says which release, 3.x or 4.x).
 - ``tansu``: one embedded tansu broker for the session, started by the product's own launcher,
   for the tests of what `make run` uses.
+- ``secure_broker``: one real Kafka broker on SASL_SSL + SCRAM-SHA-512 with the
+  StandardAuthorizer and monitoring users holding the documented ACLs
+  (``tests/fixtures/secure_kafka.py``), started only by the tests that use it.
 - ``spark``: one local[2] SparkSession for the session (cold start ≈ 8 s, paid once).
 - ``make_config``: a validated Config pointing at the broker and a per-test lake and state.
 - JMX test double, webhook receiver and Alertmanager live in ``tests/fixtures/`` and are
@@ -31,6 +34,7 @@ pytest_plugins = [
     "tests.fixtures.alertmanager",
     "tests.fixtures.exporter",
     "tests.fixtures.spark_cluster",
+    "tests.fixtures.secure_kafka",
 ]
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from lagwatch.config import ConfigError, load_config, parse_config
+from lagwatch.config import SECRET_CLIENT_KEYS, ConfigError, client_env_var, load_config, parse_config
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -57,6 +58,22 @@ def test_secrets_come_from_the_environment_and_security_passes_through() -> None
     assert settings["sasl.username"] == "mon"
     assert settings["security.protocol"] == "SASL_SSL"
     assert settings["bootstrap.servers"] == "k:9093"
+
+
+def test_every_secret_client_key_has_its_environment_variable() -> None:
+    """OIDC's client secret and the rest: refused in the file, taken from LAGWATCH_<SECTION>_<KEY>."""
+    environ = {
+        client_env_var(section, key): f"{section}-{key}"
+        for section in ("cluster", "transport")
+        for key in SECRET_CLIENT_KEYS
+    }
+    config = parse_config({"transport": {"bootstrap_servers": "t:9093"}}, "x.toml", environ=environ)
+    assert environ["LAGWATCH_CLUSTER_SASL_OAUTHBEARER_CLIENT_SECRET"] == "cluster-sasl.oauthbearer.client.secret"
+    for key in SECRET_CLIENT_KEYS:
+        assert config.cluster.client[key] == f"cluster-{key}"
+        assert config.transport.client[key] == f"transport-{key}"
+        with pytest.raises(ConfigError, match=re.escape(key)):
+            parse_config({"cluster": {"client": {key: "in-the-file"}}}, "x.toml", environ={})
 
 
 def test_prometheus_target_needs_url() -> None:

@@ -12,7 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from lagwatch import exit_codes
+from lagwatch import exit_codes, stack
+from lagwatch.config import parse_config
+from lagwatch.vocabulary import GROUPS_NOT_VISIBLE_METRIC
+from tests.fixtures import lake_rows
 from tests.fixtures.local_stack import LocalStack
 
 #: Generous: a stop that takes this long is a hang, not a slow stop.
@@ -38,3 +41,22 @@ def test_nothing_is_left_after_the_stop(tmp_path: Path, signum: signal.Signals) 
     if signum == signal.SIGINT:
         log = stack.log.read_text()
         assert "stopping: every component at once" in log and "broker tansu on port" in log
+
+
+def test_status_shows_the_groups_not_visible_per_cluster_from_the_newest_minute(tmp_path: Path) -> None:
+    """`lagwatch status` beside collector health: the newest consumer_groups_not_visible per cluster."""
+    lake = tmp_path / "lake"
+    config = parse_config({"lake": {"path": str(lake), "duckdb_path": str(tmp_path / "views.duckdb")}}, environ={})
+    lake_rows.metric(lake, 1_700_000_000, GROUPS_NOT_VISIBLE_METRIC, 3, cluster="prod", source="admin")
+    lake_rows.metric(lake, 1_700_000_060, GROUPS_NOT_VISIBLE_METRIC, 2, cluster="prod", source="admin")
+    lake_rows.metric(lake, 1_700_000_000, GROUPS_NOT_VISIBLE_METRIC, 0, cluster="dev", source="admin")
+    assert stack._groups_not_visible_line(config) == f"{'groups not visible':<20} dev 0, prod 2"
+
+
+def test_status_shows_the_commit_log_records_skipped_per_type(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    config = parse_config({"lake": {"path": str(lake), "duckdb_path": str(tmp_path / "views.duckdb")}}, environ={})
+    skipped = "commit_log_records_skipped_total"
+    lake_rows.metric(lake, 1_700_000_000, skipped, 5, source="commitlog", kind="counter")
+    lake_rows.metric(lake, 1_700_000_000, skipped, 5, source="commitlog", kind="counter", client_id="ShareGroup")
+    assert stack._commit_log_skipped_line(config) == f"{'commit log':<20} 5 records skipped (ShareGroup 5)"
