@@ -407,6 +407,8 @@ class DashboardConfig(_Model):
         _refuse_open_door("dashboard", self.host, self.auth, self.allow_anonymous)
         if self.auth == "oidc":
             missing = [k for k in ("oidc_server_metadata_url", "oidc_client_id") if not getattr(self, k)]
+            if not self.public_url and not is_loopback(self.host):
+                missing.append("public_url (the address browsers use, for the redirect URI)")
             if missing:
                 raise ValueError(f"auth = oidc needs {' and '.join(f'dashboard.{k}' for k in missing)}")
         return self

@@ -31,6 +31,7 @@ pytest_plugins = [
     "tests.fixtures.alertmanager",
     "tests.fixtures.exporter",
     "tests.fixtures.spark_cluster",
+    "tests.fixtures.oidc_provider",
 ]
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
