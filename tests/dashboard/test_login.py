@@ -13,9 +13,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,7 +24,7 @@ from dashboard import login_secrets
 from lagwatch.config import DASHBOARD_CLIENT_SECRET_ENV, DASHBOARD_COOKIE_SECRET_ENV, load_config
 from lagwatch.silences import FILE_NAME
 from tests.dashboard.conftest import KnownLake, broker_gauges
-from tests.dashboard.test_browser import CHROMIUM, CHROMIUM_ARGS, READY_TIMEOUT_S, RENDER_TIMEOUT_MS, _healthy, _metric
+from tests.dashboard.test_browser import CHROMIUM, CHROMIUM_ARGS, RENDER_TIMEOUT_MS, _metric, serving_dashboard
 from tests.fixtures.oidc_provider import OidcProvider
 
 pytestmark = pytest.mark.slow
@@ -70,27 +67,10 @@ def login_dashboard(known_lake: KnownLake, oidc_provider: OidcProvider, tmp_path
     known_lake.config_path.write_text(_oidc_config(known_lake, oidc_provider))
     client_secret, cookie_secret = secrets.token_urlsafe(16), secrets.token_urlsafe(32)
     env = {**os.environ, DASHBOARD_CLIENT_SECRET_ENV: client_secret, DASHBOARD_COOKIE_SECRET_ENV: cookie_secret}
-    log = (tmp_path / "dashboard.log").open("wb")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "lagwatch.cli", "--config", str(known_lake.config_path), "dashboard"],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env=env,
-    )
-    url = f"http://127.0.0.1:{known_lake.port}"
     config = load_config(known_lake.config_path)
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while not _healthy(url):
-            assert process.poll() is None, (tmp_path / "dashboard.log").read_text()
-            assert time.monotonic() < deadline, "dashboard did not answer /_stcore/health"
-            time.sleep(0.25)
-        silences_file = config.resolve_path(config.alerts.state_dir) / FILE_NAME
+    silences_file = config.resolve_path(config.alerts.state_dir) / FILE_NAME
+    with serving_dashboard(known_lake, tmp_path / "dashboard.log", env) as url:
         yield LoginDashboard(url, known_lake.config_path, silences_file, client_secret, cookie_secret)
-    finally:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=30)
-        log.close()
     assert not login_secrets.secrets_path(config).exists(), "the generated secrets file outlived the dashboard"
 
 

@@ -91,7 +91,11 @@ def test_a_secret_in_the_file_is_refused_naming_its_variable(section: str, key: 
 
 
 def test_secrets_come_from_the_environment_and_are_demanded_only_when_used() -> None:
-    environ = {DASHBOARD_CLIENT_SECRET_ENV: "client-s", DASHBOARD_COOKIE_SECRET_ENV: "cookie-s", API_TOKEN_ENV: "t0k3n-s"}
+    environ = {
+        DASHBOARD_CLIENT_SECRET_ENV: "client-s",
+        DASHBOARD_COOKIE_SECRET_ENV: "cookie-s",
+        API_TOKEN_ENV: "t0k3n-s",
+    }
     config = parse_config({"dashboard": OIDC, "api": {"auth": "token"}}, "x.toml", environ=environ)
     assert config.dashboard.oidc_secrets() == ("client-s", "cookie-s")
     assert config.api.token() == "t0k3n-s"
