@@ -16,11 +16,13 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from api import burrow
+from api.auth import BearerTokenAuth
 from api.cache import Current, SnapshotCache
 from api.health import readiness
 from api.snapshot import ReadWindow, Snapshot, read_snapshot
@@ -142,7 +144,9 @@ def build_app(config: Config, cache: SnapshotCache) -> Starlette:
             return PlainTextResponse(exc.detail, status_code=exc.status_code)
         return Response(burrow.NOT_FOUND_BODY, status_code=404, media_type="text/plain; charset=utf-8")
 
-    return Starlette(routes=routes, exception_handlers={HTTPException: not_found})
+    # Read before serving: with auth = "token" and no token in the environment, the server never starts.
+    guard = [Middleware(BearerTokenAuth, token=config.api.token())] if config.api.auth == "token" else []
+    return Starlette(routes=routes, exception_handlers={HTTPException: not_found}, middleware=guard)
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
@@ -150,10 +154,13 @@ def run(config: Config, args: argparse.Namespace) -> int:
     import uvicorn
 
     cache = make_cache(config)
-    cache.get()  # start the first lake read while the server binds
     app = build_app(config, cache)
+    cache.get()  # start the first lake read while the server binds
     url = f"http://{config.api.host}:{config.api.port}"
-    log.info("lagwatch api on %s (/metrics, /v3/kafka, /healthz, /readyz), reading %s", url, config.lake.path)
+    guard = "bearer token required but for /healthz and /readyz" if config.api.auth == "token" else "no authentication"
+    log.info(
+        "lagwatch api on %s (/metrics, /v3/kafka, /healthz, /readyz; %s), reading %s", url, guard, config.lake.path
+    )
     server = uvicorn.Server(
         uvicorn.Config(app, host=config.api.host, port=config.api.port, log_level="warning", access_log=False)
     )

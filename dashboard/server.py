@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+from dashboard import login_secrets
 from lagwatch.config import CONFIG_ENV_VAR, Config
 
 log = logging.getLogger(__name__)
@@ -28,7 +29,9 @@ STOP_TIMEOUT_S = 15
 POLL_S = 0.5
 
 
-def streamlit_command(config: Config) -> list[str]:
+def streamlit_command(config: Config, secrets_file: Path | None = None) -> list[str]:
+    """`streamlit run app.py` on the configured address; `secrets_file` carries the OIDC login's [auth]."""
+    login = ["--secrets.files", str(secrets_file)] if secrets_file is not None else []
     return [
         sys.executable,
         "-m",
@@ -49,7 +52,22 @@ def streamlit_command(config: Config) -> list[str]:
         # Operators view; no "Deploy" or developer menu on a wall screen.
         "--client.toolbarMode",
         "viewer",
+        *login,
     ]
+
+
+def _write_login_secrets(config: Config) -> Path | None:
+    """With auth = "oidc": Streamlit's [auth] section in a private file (ConfigError if a secret is unset)."""
+    if config.dashboard.auth != "oidc":
+        return None
+    return login_secrets.write_private(login_secrets.secrets_path(config), login_secrets.auth_section(config))
+
+
+def _login_note(config: Config) -> str:
+    dashboard = config.dashboard
+    if dashboard.auth == "oidc":
+        return f"OpenID Connect login via {dashboard.oidc_server_metadata_url}, redirect URI {dashboard.redirect_uri}"
+    return "no login: anyone who reaches the port may look and act"
 
 
 def alert_engine_available() -> bool:
@@ -99,21 +117,24 @@ def run(config: Config, args: argparse.Namespace) -> int:
     def request_stop(signum: int, _frame: object) -> None:
         stop["requested"] = True
 
+    secrets_file = _write_login_secrets(config)  # before any child: a missing secret is exit 2, nothing started
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
     env = child_environment(config)
     children: dict[str, subprocess.Popen[bytes]] = {}
     try:
-        children["dashboard"] = _start("dashboard", streamlit_command(config), env)
+        children["dashboard"] = _start("dashboard", streamlit_command(config, secrets_file), env)
         if config.dashboard.run_alerts:
             if alert_engine_available():
                 children["alert engine"] = _start("alert engine", alerts_command(config, args), env)
             else:
                 log.warning("dashboard.run_alerts is set but the alert engine (%s) is not installed", ALERT_ENGINE)
-        log.info("dashboard at http://%s:%d", config.dashboard.host, config.dashboard.port)
+        log.info("dashboard at http://%s:%d (%s)", config.dashboard.host, config.dashboard.port, _login_note(config))
         return _supervise(children, stop)
     finally:
         for name, process in reversed(children.items()):
             _stop(name, process)
+        if secrets_file is not None:
+            secrets_file.unlink(missing_ok=True)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
 

@@ -18,6 +18,7 @@ import duckdb
 import pandas as pd
 import streamlit as st
 
+from dashboard import access as accesslib
 from dashboard import queries, state
 from lagwatch import lake as lakelib
 from lagwatch.config import Config, ConfigError, load_config
@@ -66,6 +67,32 @@ def context() -> AppContext:
         st.error(f"Lagwatch cannot start the dashboard: {exc}")
         st.stop()
         raise  # unreachable: st.stop() ends the run
+
+
+def access() -> accesslib.Access:
+    """This session's right to act, from its login (st.user) and [dashboard]; asked afresh on every run."""
+    dashboard = context().config.dashboard
+    claims = st.user.to_dict() if dashboard.auth == "oidc" else {}
+    return accesslib.decide(claims, dashboard)
+
+
+def read_only_note(granted: accesslib.Access, action: str) -> None:
+    """One line where an action would be, saying why it is not offered to this user."""
+    if not granted.can_act:
+        st.info(f"Read-only: {action} is unavailable because {granted.reason}.", icon=":material/lock:")
+
+
+def refused(granted: accesslib.Access, action: str) -> bool:
+    """True (and said on the page, and logged) when this session may not do `action`.
+
+    Called where the action happens, not only where its button is drawn: a disabled widget
+    is a hint to the browser, this is the check.
+    """
+    if granted.can_act:
+        return False
+    log.warning("refused %s for %s: %s", action, granted.user or "an anonymous session", granted.reason)
+    st.error(f"Refused: {action} needs an allowed user; {granted.reason}.")
+    return True
 
 
 def scope() -> queries.Scope:

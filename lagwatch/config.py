@@ -11,6 +11,7 @@ are merged in after validation; a secret-looking key in the file is rejected.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import re
@@ -373,6 +374,49 @@ class LagConfig(_Model):
         return groups
 
 
+#: Environment variables holding the dashboard's and the API's secrets (never the file).
+DASHBOARD_CLIENT_SECRET_ENV = "LAGWATCH_DASHBOARD_OIDC_CLIENT_SECRET"
+DASHBOARD_COOKIE_SECRET_ENV = "LAGWATCH_DASHBOARD_COOKIE_SECRET"
+API_TOKEN_ENV = "LAGWATCH_API_TOKEN"
+
+
+def is_loopback(host: str) -> bool:
+    """True for an address only this machine can reach: 127.0.0.0/8, ::1 or "localhost".
+
+    Any other name counts as reachable from outside: resolving it here would make the answer
+    depend on the resolver of whichever machine loads the config.
+    """
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _refuse_open_door(section: str, host: str, auth: str, allow_anonymous: bool) -> None:
+    """A server on an outside address with no authentication must be asked for in so many words."""
+    if auth == "none" and not allow_anonymous and not is_loopback(host):
+        raise ValueError(
+            f"{section}.host = {host or '(all interfaces)'} is not loopback and {section}.auth = none: "
+            f"set {section}.auth or {section}.allow_anonymous = true"
+        )
+
+
+def _refuse_secret_keys(data: Any, secret_keys: dict[str, str]) -> Any:
+    """A secret written into the file is named with the variable it belongs in (not just "unknown key")."""
+    for key, env_var in secret_keys.items():
+        if isinstance(data, dict) and key in data:
+            raise ValueError(f"'{key}' is a secret: set it through the environment variable {env_var}, not the file")
+    return data
+
+
+def _required_secret(value: str, env_var: str, why: str) -> str:
+    if not value:
+        raise ConfigError(f"{why}: set the environment variable {env_var} (secrets never live in the config file)")
+    return value
+
+
 class DashboardConfig(_Model):
     host: str = "127.0.0.1"
     port: int = Field(8501, ge=1, le=65535)
@@ -380,12 +424,67 @@ class DashboardConfig(_Model):
     #: Start the alert engine beside the Streamlit server.
     run_alerts: bool = True
 
+    # -- who may look, who may act (docs/dashboard.md, "Authentication") --
+    #: none: anyone who reaches the port may look and act (refused off loopback unless
+    #: allow_anonymous); oidc: log in through an OpenID Connect provider.
+    auth: Literal["none", "oidc"] = "none"
+    #: Serve a non-loopback host with auth = "none" anyway (e.g. behind a proxy that authenticates).
+    allow_anonymous: bool = False
+    #: auth = "oidc": the provider's discovery document (…/.well-known/openid-configuration).
+    oidc_server_metadata_url: str = ""
+    oidc_client_id: str = ""
+    #: Scopes asked for at login; add the one your provider needs to put groups in the ID token.
+    oidc_scopes: list[str] = Field(default_factory=lambda: ["openid", "email", "profile"])
+    #: The address browsers use to reach the dashboard; the redirect URI registered with the
+    #: provider is this plus "/oauth2callback". Empty: http://host:port.
+    public_url: str = ""
+    #: Users who may act (create or expire silences, run SQL, run a backtest): emails or subjects.
+    allowed_users: list[str] = Field(default_factory=list)
+    #: ID-token claim holding the user's groups (a dotted path reaches a nested claim, e.g.
+    #: "realm_access.roles"); members of any allowed_groups may act.
+    groups_claim: str = "groups"
+    allowed_groups: list[str] = Field(default_factory=list)
+
+    _oidc_client_secret: str = PrivateAttr("")
+    _cookie_secret: str = PrivateAttr("")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_secrets_in_file(cls, data: Any) -> Any:
+        secrets = {"oidc_client_secret": DASHBOARD_CLIENT_SECRET_ENV, "client_secret": DASHBOARD_CLIENT_SECRET_ENV}
+        return _refuse_secret_keys(data, {**secrets, "cookie_secret": DASHBOARD_COOKIE_SECRET_ENV})
+
+    @model_validator(mode="after")
+    def _auth_settings(self) -> DashboardConfig:
+        _refuse_open_door("dashboard", self.host, self.auth, self.allow_anonymous)
+        if self.auth == "oidc":
+            missing = [k for k in ("oidc_server_metadata_url", "oidc_client_id") if not getattr(self, k)]
+            if not self.public_url and not is_loopback(self.host):
+                missing.append("public_url (the address browsers use, for the redirect URI)")
+            if missing:
+                raise ValueError(f"auth = oidc needs {' and '.join(f'dashboard.{k}' for k in missing)}")
+        return self
+
+    @property
+    def redirect_uri(self) -> str:
+        """Where the provider sends the browser back after login (register it with the provider)."""
+        base = self.public_url or f"http://{self.host}:{self.port}"
+        return f"{base.rstrip('/')}/oauth2callback"
+
+    def oidc_secrets(self) -> tuple[str, str]:
+        """(client secret, cookie secret) from the environment; a ConfigError naming the variable if unset."""
+        why = "dashboard.auth = oidc needs the {}"
+        return (
+            _required_secret(self._oidc_client_secret, DASHBOARD_CLIENT_SECRET_ENV, why.format("client secret")),
+            _required_secret(self._cookie_secret, DASHBOARD_COOKIE_SECRET_ENV, why.format("cookie secret")),
+        )
+
 
 # --- [api]: the read-only HTTP API (`lagwatch api`) -------------------------------------
 class ApiConfig(_Model):
     """The HTTP API beside the dashboard: Prometheus /metrics, Burrow's v3 API, health."""
 
-    #: Loopback by default: the API has no authentication.
+    #: Loopback by default; any other address needs auth = "token" (or allow_anonymous = true).
     host: str = "127.0.0.1"
     #: Burrow's and kafka-lag-exporter's customary port, so scrape configs keep working.
     port: int = Field(8000, ge=1, le=65535)
@@ -397,6 +496,27 @@ class ApiConfig(_Model):
     max_series: int = Field(100_000, ge=10)
     #: /readyz fails when the newest lake data or a component's report is older than this.
     ready_max_age_s: float = Field(180, gt=0)
+    #: none: open to whoever reaches the port; token: every path but /healthz and /readyz needs
+    #: "Authorization: Bearer <token>", the token from LAGWATCH_API_TOKEN.
+    auth: Literal["none", "token"] = "none"
+    #: Serve a non-loopback host with auth = "none" anyway (e.g. behind a proxy that authenticates).
+    allow_anonymous: bool = False
+
+    _token: str = PrivateAttr("")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_secrets_in_file(cls, data: Any) -> Any:
+        return _refuse_secret_keys(data, {"token": API_TOKEN_ENV})
+
+    @model_validator(mode="after")
+    def _auth_settings(self) -> ApiConfig:
+        _refuse_open_door("api", self.host, self.auth, self.allow_anonymous)
+        return self
+
+    def token(self) -> str:
+        """The bearer token from the environment; a ConfigError naming the variable if unset."""
+        return _required_secret(self._token, API_TOKEN_ENV, "api.auth = token needs the token")
 
 
 class AlertReceiver(_Model):
@@ -633,6 +753,11 @@ def _apply_env_secrets(config: Config, environ: dict[str, str]) -> None:
             config.transport.client[key] = environ[client_env_var("transport", key)]
     if environ.get("LAGWATCH_BOOTSTRAP_SERVERS") and len(config.clusters) == 1:
         config.cluster.bootstrap_servers = environ["LAGWATCH_BOOTSTRAP_SERVERS"]
+    # Read here, demanded only by the server that needs them (dashboard.oidc_secrets, api.token),
+    # so `lagwatch sql` on an analyst's machine runs without the dashboard's secrets.
+    config.dashboard._oidc_client_secret = environ.get(DASHBOARD_CLIENT_SECRET_ENV, "")
+    config.dashboard._cookie_secret = environ.get(DASHBOARD_COOKIE_SECRET_ENV, "")
+    config.api._token = environ.get(API_TOKEN_ENV, "")
 
 
 def parse_config(data: dict[str, Any], path: str = "<memory>", environ: dict[str, str] | None = None) -> Config:

@@ -197,7 +197,17 @@ def _watch(parts: list[Component], logs: Path, stop: dict[str, bool]) -> bool:
     return True
 
 
+def _check_server_secrets(config: Config) -> None:
+    """The dashboard's and the API's secrets, demanded before anything starts (ConfigError, exit 2),
+    instead of a broker, a demo and a Spark job started only to see the dashboard refuse."""
+    if config.dashboard.auth == "oidc":
+        config.dashboard.oidc_secrets()
+    if config.api.auth == "token":
+        config.api.token()
+
+
 def run_up(config: Config, args: argparse.Namespace) -> int:
+    _check_server_secrets(config)
     stop = {"requested": False}
 
     def request_stop(signum: int, _frame: object) -> None:

@@ -35,6 +35,7 @@ pytest_plugins = [
     "tests.fixtures.exporter",
     "tests.fixtures.spark_cluster",
     "tests.fixtures.secure_kafka",
+    "tests.fixtures.oidc_provider",
 ]
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"

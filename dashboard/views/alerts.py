@@ -57,12 +57,20 @@ def silences(ctx: ui.AppContext) -> None:
         st.caption("No silences.")
     else:
         ui.table(current)
+    granted = ui.access()
+    ui.read_only_note(granted, "creating or expiring silences")
+    locked = not granted.can_act
     with st.form("new_silence"):
-        matchers = st.text_area("Matchers (one label=value per line; ~regex allowed)", "alertname=ConsumerLagHigh")
-        hours = st.number_input("Duration (hours)", min_value=0.25, max_value=168.0, value=2.0, step=0.25)
-        comment = st.text_input("Comment")
-        author = st.text_input("Created by")
-        if st.form_submit_button("Create silence"):
+        matchers = st.text_area(
+            "Matchers (one label=value per line; ~regex allowed)", "alertname=ConsumerLagHigh", disabled=locked
+        )
+        hours = st.number_input(
+            "Duration (hours)", min_value=0.25, max_value=168.0, value=2.0, step=0.25, disabled=locked
+        )
+        comment = st.text_input("Comment", disabled=locked)
+        # A logged-in user is the author; the field is for the anonymous (auth = "none") dashboard.
+        author = granted.user or st.text_input("Created by", disabled=locked)
+        if st.form_submit_button("Create silence", disabled=locked) and not ui.refused(granted, "creating a silence"):
             try:
                 silence_store.create_silence(ctx.config, _matchers(matchers), float(hours) * 3600, author, comment)
             except ConfigError as exc:
@@ -70,8 +78,8 @@ def silences(ctx: ui.AppContext) -> None:
             else:
                 st.rerun()
     if len(active) and "id" in active.columns:
-        chosen = st.selectbox("Expire silence", active["id"].tolist(), key="expire_pick")
-        if st.button("Expire"):
+        chosen = st.selectbox("Expire silence", active["id"].tolist(), key="expire_pick", disabled=locked)
+        if st.button("Expire", disabled=locked) and not ui.refused(granted, "expiring a silence"):
             silence_store.expire_silence(ctx.config, chosen)
             st.rerun()
 
@@ -210,7 +218,10 @@ def backtest(ctx: ui.AppContext) -> None:
                         height=220, key=f"backtest_toml_{name}")  # fmt: skip
     scope = ui.scope()
     st.caption(f"Range: the page's range, {scope.start:%Y-%m-%d %H:%M} → {scope.end:%Y-%m-%d %H:%M} UTC.")
-    if st.button("Run backtest", disabled="backtest" in st.session_state):
+    granted = ui.access()
+    ui.read_only_note(granted, "running a backtest")
+    busy = "backtest" in st.session_state
+    if st.button("Run backtest", disabled=busy or not granted.can_act) and not ui.refused(granted, "a backtest"):
         st.session_state.pop("backtest_error", None)
         _start_backtest(ctx, name, text, scope)
     if "backtest" in st.session_state:

@@ -64,9 +64,12 @@ def render() -> None:
         f"{', '.join(['metrics_10s', 'metrics_1m', 'lag_1m', 'group_status', 'alert_events'])}, … "
         "Times are stored in UTC."
     )
+    granted = ui.access()
+    ui.read_only_note(granted, "running SQL")
     st.selectbox("Example queries", list(EXAMPLES), key="sql_example", on_change=_use_example, index=None)
     sql = st.text_area("SQL", key="sql_text", height=160, placeholder=EXAMPLES["Groups, worst lag first"])
-    if st.button("Run", type="primary") and sql.strip():
+    clicked = st.button("Run", type="primary", disabled=not granted.can_act)
+    if clicked and sql.strip() and not ui.refused(granted, "running SQL"):
         try:
             st.session_state["sql_result"] = sql_guard.run_readonly(ctx.lake.path, ctx.lake.duckdb_path, sql)
             st.session_state.pop("sql_error", None)

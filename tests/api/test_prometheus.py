@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import secrets
 import shutil
 import subprocess
 import time
@@ -26,8 +27,9 @@ import pytest
 from collectors import runner
 from lagwatch import lake as lakelib
 from lagwatch.broker import free_port
+from lagwatch.config import API_TOKEN_ENV
 from spark_jobs import job
-from tests.api.conftest import CLUSTER, RunningApi, stop_process
+from tests.api.conftest import CLUSTER, KnownLake, RunningApi, stop_process
 from tests.fixtures.kafka_workload import KafkaWorkload
 
 pytestmark = pytest.mark.slow
@@ -74,8 +76,25 @@ def _lake_partitions(lake: Path, group: str) -> dict[tuple[str, str], tuple[int,
     return {(t, str(p)): (lag, time_lag) for t, p, lag, time_lag in rows}
 
 
+#: The shipped scrape config's commented-out bearer-token lines, switched on by `Prometheus(token_file=…)`.
+SHIPPED_AUTHORIZATION = "    # authorization:\n    #   credentials_file: /etc/prometheus/lagwatch-api-token\n"
+
+
+def _with_token_file(config: str, token_file: Path) -> str:
+    """The shipped config with its authorization lines on, plus a job scraping the same target without them."""
+    assert SHIPPED_AUTHORIZATION in config, "deploy/prometheus/prometheus.yml lost its authorization example"
+    config = config.replace(SHIPPED_AUTHORIZATION, f"    authorization:\n      credentials_file: {token_file}\n")
+    job = config[config.index("  - job_name: lagwatch") :]
+    anonymous = re.sub(r"    authorization:\n      credentials_file: .*\n", "", job)
+    return config + anonymous.replace("job_name: lagwatch", f"job_name: {ANONYMOUS_JOB}")
+
+
+#: With a token file: a second job scraping the same target with no credentials (it must be refused).
+ANONYMOUS_JOB = "lagwatch-anonymous"
+
+
 class Prometheus:
-    def __init__(self, folder: Path, target: str) -> None:
+    def __init__(self, folder: Path, target: str, token_file: Path | None = None) -> None:
         self.port = free_port()
         shutil.copy(DEPLOY / "prometheus" / "lagwatch-rules.yml", folder / "lagwatch-rules.yml")
         config = (DEPLOY / "prometheus" / "prometheus.yml").read_text()
@@ -84,6 +103,8 @@ class Prometheus:
             .replace("15s", "1s")
             .replace("scrape_timeout: 10s", "scrape_timeout: 1s")
         )
+        if token_file is not None:
+            config = _with_token_file(config, token_file)
         (folder / "prometheus.yml").write_text(config)
         self.log = folder / "prometheus.log"
         with open(self.log, "wb") as out:
@@ -126,13 +147,13 @@ class Prometheus:
 
 
 @pytest.fixture
-def prometheus(tmp_path: Path) -> Iterator[Callable[[RunningApi], Prometheus]]:
+def prometheus(tmp_path: Path) -> Iterator[Callable[..., Prometheus]]:
     started: list[Prometheus] = []
 
-    def start(api: RunningApi) -> Prometheus:
+    def start(api: RunningApi, token_file: Path | None = None) -> Prometheus:
         folder = tmp_path / "prometheus"
         folder.mkdir()
-        started.append(Prometheus(folder, api.url.removeprefix("http://")))
+        started.append(Prometheus(folder, api.url.removeprefix("http://"), token_file))
         return started[-1]
 
     yield start
@@ -205,3 +226,31 @@ def test_prometheus_scrapes_the_lakes_lag_and_every_dashboard_query_and_rule_wor
     for rule_group in prom.api("/api/v1/rules")["groups"]:
         for rule in rule_group["rules"]:
             assert rule["health"] == "ok", (rule["name"], rule.get("lastError"))
+
+
+def test_prometheus_scrapes_with_the_bearer_token_and_without_it_is_refused(
+    known_lake: KnownLake,
+    start_api: Callable[..., RunningApi],
+    prometheus: Callable[..., Prometheus],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The shipped scrape config's `authorization: credentials_file` lines, switched on, get the
+    series from an API with auth = "token"; the same target scraped without them is down."""
+    token = secrets.token_urlsafe(24)
+    monkeypatch.setenv(API_TOKEN_ENV, token)
+    token_file = tmp_path / "lagwatch-api-token"
+    token_file.write_text(token + "\n")  # Prometheus trims the trailing newline, as editors leave one
+    api = start_api(known_lake.root, auth="token")
+    prom = prometheus(api, token_file)
+
+    def up(job: str) -> list[float]:
+        return [float(r["value"][1]) for r in prom.query(f'up{{job="{job}"}}')]
+
+    prom.wait("both jobs scraped", lambda: len(up("lagwatch")) == 1 and len(up(ANONYMOUS_JOB)) == 1)
+    assert up("lagwatch") == [1.0]
+    assert up(ANONYMOUS_JOB) == [0.0]
+    lag = {(r["metric"]["group"], r["metric"]["topic"], int(r["metric"]["partition"])): float(r["value"][1])
+           for r in prom.query('kafka_consumergroup_group_lag{job="lagwatch"}')}  # fmt: skip
+    assert lag == {key: float(row["lag"]) for key, row in known_lake.newest_lag().items()}
+    assert not prom.query(f'kafka_consumergroup_group_lag{{job="{ANONYMOUS_JOB}"}}')

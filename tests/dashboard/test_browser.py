@@ -7,6 +7,7 @@ CLI, a subprocess, the configured port) and is stopped with SIGTERM like `lagwat
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import re
@@ -36,19 +37,21 @@ def _healthy(url: str) -> bool:
         return False
 
 
-@pytest.fixture
-def dashboard_url(known_lake: KnownLake, tmp_path: Path) -> Iterator[str]:
-    log = (tmp_path / "dashboard.log").open("wb")
+@contextlib.contextmanager
+def serving_dashboard(lake: KnownLake, log_path: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """`lagwatch dashboard` over the lake's config until the block ends (then SIGTERM); yields its URL."""
+    log = log_path.open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "lagwatch.cli", "--config", str(known_lake.config_path), "dashboard"],
+        [sys.executable, "-m", "lagwatch.cli", "--config", str(lake.config_path), "dashboard"],
         stdout=log,
         stderr=subprocess.STDOUT,
+        env=env,
     )
-    url = f"http://127.0.0.1:{known_lake.port}"
+    url = f"http://127.0.0.1:{lake.port}"
     try:
         deadline = time.monotonic() + READY_TIMEOUT_S
         while not _healthy(url):
-            assert process.poll() is None, (tmp_path / "dashboard.log").read_text()
+            assert process.poll() is None, log_path.read_text()
             assert time.monotonic() < deadline, "dashboard did not answer /_stcore/health"
             time.sleep(0.25)
         yield url
@@ -56,6 +59,12 @@ def dashboard_url(known_lake: KnownLake, tmp_path: Path) -> Iterator[str]:
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=30)
         log.close()
+
+
+@pytest.fixture
+def dashboard_url(known_lake: KnownLake, tmp_path: Path) -> Iterator[str]:
+    with serving_dashboard(known_lake, tmp_path / "dashboard.log") as url:
+        yield url
 
 
 def _page(browser, url: str):  # type: ignore[no-untyped-def]

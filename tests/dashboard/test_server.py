@@ -4,6 +4,7 @@ passed through, and SIGTERM stops both (no process left behind)."""
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import subprocess
 import sys
@@ -14,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from dashboard import server
-from lagwatch.config import load_config
+from lagwatch import exit_codes
+from lagwatch.config import DASHBOARD_CLIENT_SECRET_ENV, DASHBOARD_COOKIE_SECRET_ENV, load_config
 from tests.dashboard.conftest import KnownLake
+from tests.fixtures.processes import run_lagwatch, start_lagwatch
 
 
 def _children(pid: int) -> list[int]:
@@ -78,3 +81,61 @@ def test_dashboard_runs_alert_engine_beside_it_and_stops_both(known_lake: KnownL
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
     assert not any(_alive(c) for c in children)
+
+
+def _dashboard_settings(lake: KnownLake, **settings: object) -> None:
+    """Extra [dashboard] keys in the known lake's config (written after run_alerts, inside [dashboard])."""
+    lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
+    text = lake.config_path.read_text().replace("run_alerts = false\n", f"run_alerts = false\n{lines}")
+    lake.config_path.write_text(text)
+
+
+def test_a_non_loopback_host_without_auth_exits_2(known_lake: KnownLake) -> None:
+    text = known_lake.config_path.read_text().replace('host = "127.0.0.1"\nport', 'host = "0.0.0.0"\nport')
+    known_lake.config_path.write_text(text)
+    done = run_lagwatch(known_lake.config_path, "dashboard", timeout_s=60)
+    assert done.returncode == exit_codes.BAD_INPUT, done.stderr
+    assert (
+        "dashboard.host = 0.0.0.0 is not loopback and dashboard.auth = none: "
+        "set dashboard.auth or dashboard.allow_anonymous = true"
+    ) in done.stderr
+
+
+@pytest.mark.parametrize("missing", [DASHBOARD_CLIENT_SECRET_ENV, DASHBOARD_COOKIE_SECRET_ENV])
+def test_oidc_without_a_secret_exits_2_naming_its_variable(
+    known_lake: KnownLake, missing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _dashboard_settings(
+        known_lake, auth="oidc", oidc_server_metadata_url="http://127.0.0.1:9/.well-known/openid-configuration",
+        oidc_client_id="lagwatch",
+    )  # fmt: skip
+    for variable in (DASHBOARD_CLIENT_SECRET_ENV, DASHBOARD_COOKIE_SECRET_ENV):
+        monkeypatch.setenv(variable, "s3cret-value-for-the-test")
+    monkeypatch.delenv(missing)
+    done = run_lagwatch(known_lake.config_path, "dashboard", timeout_s=60)
+    assert done.returncode == exit_codes.BAD_INPUT, done.stderr
+    assert f"set the environment variable {missing}" in done.stderr
+    assert not list(known_lake.root.rglob("secrets-*.toml")), "a secrets file was written anyway"
+
+
+@pytest.mark.slow
+def test_allow_anonymous_serves_a_non_loopback_host(known_lake: KnownLake, tmp_path: Path) -> None:
+    text = known_lake.config_path.read_text().replace('host = "127.0.0.1"\nport', 'host = "0.0.0.0"\nport')
+    known_lake.config_path.write_text(text)
+    _dashboard_settings(known_lake, allow_anonymous=True)
+    process = start_lagwatch(known_lake.config_path, tmp_path / "dashboard.log", "dashboard")
+    try:
+        deadline = time.monotonic() + 90
+        while True:  # bound to every interface, so loopback answers too
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{known_lake.port}/_stcore/health", timeout=1):
+                    break
+            except OSError:
+                assert process.poll() is None, (tmp_path / "dashboard.log").read_text()
+                assert time.monotonic() < deadline, "dashboard never became healthy"
+                time.sleep(0.25)
+        command = next(_command_line(c) for c in _children(process.pid) if "streamlit run" in _command_line(c))
+        assert "--server.address 0.0.0.0" in command and "--secrets.files" not in command
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=60) == 0

@@ -17,6 +17,7 @@ from lagwatch.config import parse_config
 from lagwatch.vocabulary import GROUPS_NOT_VISIBLE_METRIC
 from tests.fixtures import lake_rows
 from tests.fixtures.local_stack import LocalStack
+from tests.fixtures.processes import run_lagwatch
 
 #: Generous: a stop that takes this long is a hang, not a slow stop.
 HANG_S = 30
@@ -60,3 +61,28 @@ def test_status_shows_the_commit_log_records_skipped_per_type(tmp_path: Path) ->
     lake_rows.metric(lake, 1_700_000_000, skipped, 5, source="commitlog", kind="counter")
     lake_rows.metric(lake, 1_700_000_000, skipped, 5, source="commitlog", kind="counter", client_id="ShareGroup")
     assert stack._commit_log_skipped_line(config) == f"{'commit log':<20} 5 records skipped (ShareGroup 5)"
+
+
+@pytest.mark.parametrize(
+    ("section", "variable"),
+    [
+        ('[api]\nauth = "token"\n', "LAGWATCH_API_TOKEN"),
+        (
+            '[dashboard]\nauth = "oidc"\noidc_client_id = "c"\n'
+            'oidc_server_metadata_url = "http://127.0.0.1:9/.well-known/openid-configuration"\n',
+            "LAGWATCH_DASHBOARD_OIDC_CLIENT_SECRET",
+        ),
+    ],
+    ids=["api-token", "dashboard-oidc"],
+)
+def test_up_refuses_before_starting_anything_when_a_server_secret_is_unset(
+    tmp_path: Path, section: str, variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("LAGWATCH_API_TOKEN", "LAGWATCH_DASHBOARD_OIDC_CLIENT_SECRET", "LAGWATCH_DASHBOARD_COOKIE_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    config = tmp_path / "config.toml"
+    config.write_text(section)
+    done = run_lagwatch(config, "up", timeout_s=60)
+    assert done.returncode == exit_codes.BAD_INPUT, done.stdout + done.stderr
+    assert variable in done.stderr
+    assert "broker" not in done.stdout and not (tmp_path / "state" / "logs").exists(), "something was started"
