@@ -142,6 +142,9 @@ class CollectConfig(_Model):
     describe_groups: bool = True
     #: Groups per describe_consumer_groups call.
     describe_groups_batch: int = Field(100, ge=1)
+    #: Seconds between two reads of a topic's retention settings (DescribeConfigs: cleanup.policy,
+    #: retention.ms, retention.bytes); a topic new to the collector is read in its first cycle.
+    topic_config_refresh_s: float = Field(300, gt=0)
     #: Samples buffered in the producer before produce() blocks (backpressure, not loss).
     buffer_samples: int = Field(200_000, ge=100)
     #: Collector instances coordinate through this consumer group and topic (scale-out).
