@@ -397,7 +397,10 @@ class InhibitRule(_Model):
 
 class AlertsConfig(_Model):
     evaluate_every_s: float = Field(15, gt=0)
-    group_by: list[str] = Field(default_factory=lambda: ["alertname", "cluster"])
+    #: Notification groups: one per value of these labels. group_id (a label of lag alerts only)
+    #: gives each consumer group its own group_wait / group_interval; alerts without it (brokers,
+    #: pipeline) group by alertname and cluster alone, as Alertmanager does with a missing label.
+    group_by: list[str] = Field(default_factory=lambda: ["alertname", "cluster", "group_id"])
     group_wait: Duration = "30s"
     group_interval: Duration = "5m"
     repeat_interval: Duration = "4h"
