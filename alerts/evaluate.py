@@ -43,7 +43,7 @@ import pyarrow as pa
 
 from alerts.rules import DEAD_LETTERS, METRIC_TABLES, CompiledRule
 from lagwatch.config import Config
-from lagwatch.lake import connect_readonly, table_dir
+from lagwatch.lake import REASON_COLUMNS, connect_readonly, table_dir
 from lagwatch.vocabulary import STATUS_ORDER, status_rank
 
 log = logging.getLogger(__name__)
@@ -170,6 +170,11 @@ def _end_step(micros: str) -> str:
     return f"least({_STEPS}, ceil(({micros} - {_START}) / {_EVERY}))::BIGINT"
 
 
+def reason_column(rule: CompiledRule) -> str | None:
+    """The column whose text explains the rule's value (the alert's {reason}), if its table has one."""
+    return REASON_COLUMNS.get((rule.source.table, rule.value_column))
+
+
 def one_series_per_alert(rule: CompiledRule) -> bool:
     """True when `by` names every label of the rule's series, so no reduce combines series."""
     return rule.kind in ("threshold", "status") and set(rule.source.series) - {"cluster"} <= set(rule.by)
@@ -178,7 +183,7 @@ def one_series_per_alert(rule: CompiledRule) -> bool:
 def _segments_sql(rule: CompiledRule, group: str, series: str) -> str:
     """Each row holds from its time until the series' next row or the end of its lookback."""
     time_col = rule.source.time_column
-    reason = "reason" if rule.value_column == "status" else "NULL"
+    reason = reason_column(rule) or "NULL"
     lookback = _micros(rule.lookback_s)
     return (
         f"WITH rows AS (SELECT {series}, epoch_us({time_col}) AS e, {_value_expr(rule)} AS v, {reason} AS reason "
@@ -213,7 +218,8 @@ def _per_step_sql(rule: CompiledRule, group: str, series: str) -> str:
     else:
         # The newest row's value even when NULL (then the series has no current value): a plain
         # arg_max skips NULLs and would bring back an older row's, e.g. a stale eta_s.
-        reason = "arg_max_null(reason, e)" if rule.value_column == "status" else "NULL"
+        column = reason_column(rule)
+        reason = f"arg_max_null({column}, e)" if column else "NULL"
         latest = f"arg_max_null(v, e) AS v, {reason} AS reason"
     return (
         head + f", valued AS (SELECT *, {value} AS v FROM at_step), "
@@ -246,10 +252,10 @@ def _snapshot_columns(rules: list[CompiledRule]) -> str:
         names.update(rule.by)
         if rule.metric is not None:
             names.add("metric")
-        if rule.value_column == "status":
-            names.update(("status", "reason"))
-        elif rule.source.table != DEAD_LETTERS:
+        if rule.source.table != DEAD_LETTERS:
             names.add(rule.value_column)
+        if (column := reason_column(rule)) is not None:
+            names.add(column)
     return ", ".join(f'"{name}"' for name in sorted(names))
 
 

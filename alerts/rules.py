@@ -336,7 +336,8 @@ def default_rules(alerts: AlertsConfig) -> list[AlertRule]:
             threshold=alerts.default_retention_margin_threshold_s,
             severity="critical",
             **{"for": "2m"},
-            summary="Retention reaches {group_id}'s committed offset on {topic}/{partition} in {value:.0f} s",
+            summary="Retention reaches {group_id}'s committed offset on {topic}/{partition} in {value:.0f} s "
+            "({reason})",
         ),
         dict(
             name="DeadLettersGrowing",

@@ -1,7 +1,8 @@
 """The admin collector: one cycle reads the cluster through the Kafka Admin API.
 
 Per cycle, within `collect.timeout_s`: cluster metadata; log-end and log-start offsets of
-every allowed partition (batched ListOffsets latest and earliest); the group list; committed
+every allowed partition (batched ListOffsets latest and earliest); the retention settings of
+topics new to the collector or due for a refresh (:mod:`collectors.topic_configs`); the group list; committed
 offsets of every allowed group; consumer lag from the end and
 committed offsets of this very cycle; and, if `collect.describe_groups`, each group's state,
 member count and the member that owns each partition. The rules that turn readings into
@@ -71,6 +72,7 @@ from collectors.commit_log_topics import TopicIdNamer
 from collectors.group_visibility import HiddenGroups, literal_names, refused
 from collectors.share_group_samples import share_group_samples
 from collectors.share_groups import ShareGroupReader
+from collectors.topic_configs import TopicConfigReader, retention_samples
 from lagwatch.config import Config
 from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.kafka import cluster_client_config
@@ -125,6 +127,8 @@ class AdminCollector:
         self._hidden = HiddenGroups(self.name)
         #: Groups named exactly in groups_allow: known to exist even where ListGroups leaves them out.
         self._named_groups = {g for g in literal_names(config.collect.groups_allow) if self._group_allowed(g)}
+        self._topic_configs = TopicConfigReader(config.collect.topic_config_refresh_s)
+        self._said_retention_refused = False
 
     @property
     def name(self) -> str:
@@ -195,6 +199,7 @@ class AdminCollector:
         ends, starts = self._log_offsets(cycle, partitions)
         samples.extend(partition_offset_samples("log_end_offset", "counter", ends, ts, make))
         samples.extend(partition_offset_samples("log_start_offset", "gauge", starts, ts, make))
+        samples.extend(self._topic_retention(cycle, [t for t in metadata.topics if self._topic_allowed(t)]))
         reader = self._usable_commit_log(metadata, cycle)
         listings = self._group_listings(cycle, listed)
         if reader is not None:
@@ -227,6 +232,27 @@ class AdminCollector:
             cycle.admin, partitions, collect.list_offsets_batch, collect.admin_concurrency, cycle.deadline
         )
         return _offsets(cycle, "log_end_offset", read.ends), _offsets(cycle, "log_start_offset", read.starts)
+
+    def _topic_retention(self, cycle: _Cycle, topics: list[str]) -> list[Sample]:
+        """Retention settings of the topics due for a read (new ones, or not read for the refresh time)."""
+        due = self._topic_configs.due(topics, time.monotonic())
+        if not due:
+            return []
+        read = self._topic_configs.read(cycle.admin, due, self._config.collect.admin_concurrency, cycle.deadline)
+        refused = sorted(topic for topic, error in read.errors.items() if "AUTHORIZATION_FAILED" in error)
+        if refused and not self._said_retention_refused:
+            self._said_retention_refused = True
+            log.warning(
+                "%s: no retention settings for %d topic(s) (%s): grant DescribeConfigs on them to this principal "
+                "for the retention margin; until then their groups have none",
+                self.name, len(refused), ", ".join(refused[:10]) + (", …" if len(refused) > 10 else ""),
+            )  # fmt: skip
+        for topic, error in read.errors.items():
+            if topic not in refused:
+                cycle.errors.add(f"topic retention {topic}: {error}")
+        if read.unfinished:
+            cycle.errors.add(f"topic retention: {read.unfinished} topic(s) not described within the timeout")
+        return retention_samples(read.answers, cycle.ts, cycle.make)
 
     def _group_listings(self, cycle: _Cycle, listed: Future[Any]) -> dict[str, Listing]:
         """Allowed group ids with the state and type codes ListGroups reported (None where it did not)."""

@@ -162,6 +162,9 @@ class CollectConfig(_Model):
     describe_groups: bool = True
     #: Groups per describe_consumer_groups call.
     describe_groups_batch: int = Field(100, ge=1)
+    #: Seconds between two reads of a topic's retention settings (DescribeConfigs: cleanup.policy,
+    #: retention.ms, retention.bytes); a topic new to the collector is read in its first cycle.
+    topic_config_refresh_s: float = Field(300, gt=0)
     #: Samples buffered in the producer before produce() blocks (backpressure, not loss).
     buffer_samples: int = Field(200_000, ge=100)
     #: Collector instances coordinate through this consumer group and topic (scale-out).
@@ -575,7 +578,10 @@ class InhibitRule(_Model):
 
 class AlertsConfig(_Model):
     evaluate_every_s: float = Field(15, gt=0)
-    group_by: list[str] = Field(default_factory=lambda: ["alertname", "cluster"])
+    #: Notification groups: one per value of these labels. group_id (a label of lag alerts only)
+    #: gives each consumer group its own group_wait / group_interval; alerts without it (brokers,
+    #: pipeline) group by alertname and cluster alone, as Alertmanager does with a missing label.
+    group_by: list[str] = Field(default_factory=lambda: ["alertname", "cluster", "group_id"])
     group_wait: Duration = "30s"
     group_interval: Duration = "5m"
     repeat_interval: Duration = "4h"

@@ -94,10 +94,18 @@ TABLES: dict[str, Table] = {
                 #: (so eta_s) are measured over (NULL in rows written before the column existed).
                 ("rate_span_s", "DOUBLE"),
                 #: Records between the log start and the committed offset (negative: that many
-                #: deleted unread, status LOSS) and those records in seconds at the produce rate
-                #: (0 once passed; NULL without a log start reading or a produce rate).
+                #: deleted unread, status LOSS; NULL without a log start reading).
                 ("retention_margin", "BIGINT"),
+                #: Seconds until the topic's nearer retention limit deletes the committed offset
+                #: (retention.ms − the committed record's age, or retention.bytes at the produce
+                #: rate: docs/rollups.md); 0 once passed; NULL when retention cannot delete it
+                #: (cleanup.policy=compact, no limit, caught up) or settings/age are unknown.
                 ("retention_margin_s", "DOUBLE"),
+                #: Which limit retention_margin_s is: 'time' (retention.ms) or 'size'
+                #: (retention.bytes); NULL with no margin.
+                ("retention_limit", "VARCHAR"),
+                #: Why the margin is what it is, or why there is none (the nearer limit and its basis).
+                ("retention_reason", "VARCHAR"),
                 ("status", "VARCHAR"),  # lagwatch/vocabulary.py STATUSES
                 ("reason", "VARCHAR"),
                 ("rule", "VARCHAR"),  # the rule behind status (caught_up, stop, stall, …: spark_jobs/lag/rules.py)
@@ -408,6 +416,15 @@ def utc_now() -> dt.datetime:
 def written_columns(name: str) -> tuple[str, ...]:
     """The columns a writer supplies for a table: every declared one but `version` (stamped from the batch)."""
     return tuple(column for column in TABLES[name].column_names if column != "version")
+
+
+#: The column that says why a value column holds its value: an alert on the value renders it as
+#: {reason} (alerts/evaluate.py), so a page says which rule or limit is behind the number.
+REASON_COLUMNS: dict[tuple[str, str], str] = {
+    ("lag_1m", "status"): "reason",
+    ("group_status", "status"): "reason",
+    ("lag_1m", "retention_margin_s"): "retention_reason",
+}
 
 
 def row_columns(name: str, rows: Sequence[Mapping[str, Any]]) -> dict[str, tuple[Any, ...]]:

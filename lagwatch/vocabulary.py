@@ -41,6 +41,19 @@ GROUP_LOG_START_METRIC = "group_log_start_offset"
 SHARE_START_METRIC, SHARE_LAG_METRIC = "share_start_offset", "share_group_lag"
 #: Groups known to exist that the monitoring principal may not describe (collectors/group_visibility.py).
 GROUPS_NOT_VISIBLE_METRIC = "consumer_groups_not_visible"
+#: A topic's retention settings as the broker applies them (DescribeConfigs): what decides when
+#: the records under a group's committed offset are deleted (spark_jobs/lag/retention.py).
+CLEANUP_POLICY_METRIC, RETENTION_MS_METRIC, RETENTION_BYTES_METRIC = (
+    "topic_cleanup_policy",
+    "topic_retention_ms",
+    "topic_retention_bytes",
+)
+RETENTION_METRICS: tuple[str, ...] = (CLEANUP_POLICY_METRIC, RETENTION_MS_METRIC, RETENTION_BYTES_METRIC)
+#: topic_cleanup_policy's value per `cleanup.policy` (as the broker lists it, sorted): only a
+#: policy with "delete" deletes by time or size; "compact" alone keeps every key's newest record.
+CLEANUP_POLICY_CODE: dict[str, int] = {"delete": 1, "compact": 2, "compact,delete": 3}
+#: The value of topic_retention_ms / topic_retention_bytes that means "no limit" (Kafka's -1).
+UNLIMITED = -1
 
 
 @dataclass(frozen=True)
@@ -104,6 +117,13 @@ METRICS: tuple[Metric, ...] = (
            "Log-end offset (ListOffsets latest)"),
     Metric("log_start_offset", "gauge", "offset", ("topic", "partition"), (Source.ADMIN,),
            "Log start offset (ListOffsets earliest): retention deletes below it; a recreated topic moves it back"),
+    Metric(CLEANUP_POLICY_METRIC, "gauge", "policy code", ("topic",), (Source.ADMIN,),
+           "cleanup.policy: 1 delete, 2 compact (retention never deletes), 3 compact,delete; read with "
+           "DescribeConfigs when the topic appears and every collect.topic_config_refresh_s"),
+    Metric(RETENTION_MS_METRIC, "gauge", "milliseconds", ("topic",), (Source.ADMIN,),
+           "retention.ms: a segment is deleted once its newest record is older than this; -1 = no time limit"),
+    Metric(RETENTION_BYTES_METRIC, "gauge", "bytes", ("topic",), (Source.ADMIN,),
+           "retention.bytes: per partition, the oldest segments are deleted beyond this size; -1 = no size limit"),
     Metric(GROUP_LOG_START_METRIC, "gauge", "offset", ("group_id", "topic", "partition"), (Source.ADMIN,),
            "log_start_offset of a partition the group has committed on, read in the cycle of its committed_offset"),
     Metric("committed_offset", "counter", "offset", ("group_id", "topic", "partition"),

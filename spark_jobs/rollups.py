@@ -19,7 +19,10 @@ the samples topic a second time. So every record is routed once through one exch
 - with lag analytics, a broker event sample (under-replicated partitions, ISR shrinks, …) also
   comes to every bucket as a BROKER copy: it is folded into the bucket's broker event state
   (``lag/broker_events.py``) before the lag update, and the reason of a group_status row that is
-  not OK names its cluster's broker events of the lag window.
+  not OK names its cluster's broker events of the lag window;
+- with lag analytics, a topic's retention settings also come to every bucket as TOPIC copies:
+  they are kept in the bucket's topic settings (``lag/retention.py``), by which each partition's
+  retention margin is judged.
 
 The output has one row per bucket and table: the table's name and its rows as an Arrow IPC
 stream (:func:`encode_parts`). In foreachBatch, :func:`decode_table` opens one table's rows:
@@ -54,7 +57,7 @@ import pyarrow.compute as pc
 from lagwatch import lake as lakelib
 from lagwatch.config import LagConfig
 from spark_jobs import packed, route, windows
-from spark_jobs.lag import broker_events, membership, step
+from spark_jobs.lag import broker_events, membership, retention, step
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
 
 if TYPE_CHECKING:
@@ -135,6 +138,12 @@ def _rollup_bucket(
         parts.append(("dead_letters", _dead_letter_rows(dead)))
     lag_samples = batch[(roles == route.LAG) | (roles == route.MEMBER)]
     broker_samples = batch.loc[roles == route.BROKER, list(METRIC_INPUTS)]
+    topic_samples = batch.loc[roles == route.TOPIC, list(METRIC_INPUTS)]
+    settings = None
+    if lag_config is not None and not topic_samples.empty:
+        settings = _topic_settings(saved)
+        retention.fold(settings, topic_samples)
+        saved["topic_settings"] = retention.encode(settings)
     events = None
     if lag_config is not None and not broker_samples.empty:
         events = _broker_events(saved)
@@ -145,13 +154,21 @@ def _rollup_bucket(
         members = membership.decode(saved["membership"]) if "membership" in saved else {}
         if events is None and "broker_events" in saved:
             events = _broker_events(saved)
-        partition_rows, group_rows = step.update_lag(lag_samples, groups, members, lag_config, watermark_ms, events)
+        if settings is None and "topic_settings" in saved:
+            settings = _topic_settings(saved)
+        partition_rows, group_rows = step.update_lag(
+            lag_samples, groups, members, lag_config, watermark_ms, events, settings
+        )
         saved["lag"], saved["membership"] = step.encode_groups(groups), membership.encode(members)
         parts += [("lag_1m", partition_rows), ("group_status", group_rows)]
     state.update((pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL),))
     parts = [(table, columns) for table, columns in parts if columns]
     if parts:
         yield encode_parts(parts)
+
+
+def _topic_settings(saved: dict[str, bytes]) -> retention.TopicSettings:
+    return retention.decode(saved["topic_settings"]) if "topic_settings" in saved else retention.TopicSettings()
 
 
 def _broker_events(saved: dict[str, bytes]) -> broker_events.BrokerEvents:

@@ -19,10 +19,14 @@ decides each record's bucket and role and packs each bucket's rows as one Arrow 
   topic label) goes to its series' bucket as a metric sample AND, as a BROKER copy, to every
   bucket: each group's status reason names the broker events of its cluster
   (``lag/broker_events.py``), and groups live in every bucket. They are a handful per broker and
-  cycle, so the 16 copies cost little.
+  cycle, so the 16 copies cost little;
+- with lag routing, a topic's retention settings (``lagwatch.vocabulary.RETENTION_METRICS``) go
+  to their series' bucket as metric samples AND, as TOPIC copies, to every bucket: every group
+  reading the topic judges its retention margin by them (``lag/retention.py``). Three samples
+  per topic, sent when the collector reads them (a new topic, then every refresh), not every cycle.
 
 Each routed row also carries the newest event time of its samples (NULL when it holds only
-dead letters) and its record count (BROKER copies not counted: progress counts Kafka records
+dead letters) and its record count (BROKER and TOPIC copies not counted: progress counts Kafka records
 by it): Spark's watermark is the maximum of that column, which equals the maximum over
 the samples, so the watermark is exactly what it was when every sample was a row.
 
@@ -45,7 +49,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from lagwatch.membership import GROUP_METRICS, MEMBER_METRICS
-from lagwatch.vocabulary import BROKER_EVENT_METRICS, TARGET_SOURCES, Source
+from lagwatch.vocabulary import BROKER_EVENT_METRICS, RETENTION_METRICS, TARGET_SOURCES, Source
 from spark_jobs import packed
 from spark_jobs.lag.pairing import LAG_METRICS, LAG_SOURCES
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
@@ -57,8 +61,12 @@ STATE_BUCKETS = 16
 #: Each row's role in the operator: a LAG sample feeds its group's lag state and, like a METRIC
 #: sample, its own metric windows; a MEMBER sample feeds only its group's membership state; a DEAD
 #: letter is written as it is; a BROKER copy of a broker event sample feeds its bucket's broker
-#: event state only.
-METRIC, LAG, DEAD, MEMBER, BROKER = 0, 1, 2, 3, 4
+#: event state only; a TOPIC copy of a topic retention sample feeds its bucket's retention state only.
+METRIC, LAG, DEAD, MEMBER, BROKER, TOPIC = 0, 1, 2, 3, 4, 5
+#: The roles of copies sent to every bucket (not counted as records: each is a copy of one).
+COPIES = (BROKER, TOPIC)
+#: A series that is copied to no bucket (SeriesRoutes.copy_role).
+NO_COPY = -1
 #: The rows one packed cell of the operator's input holds.
 OPERATOR_SCHEMA = pa.schema(
     [
@@ -122,7 +130,8 @@ def route(samples: pa.Table, cluster: str | None, lag_routing: bool) -> pa.Recor
     ends = np.r_[starts[1:], len(buckets)]
     live = pc.not_equal(rows.column("role"), DEAD)
     newest = [pc.max(pc.filter(rows.column("ts")[s:e], live[s:e])).as_py() for s, e in zip(starts, ends, strict=True)]
-    records = np.add.reduceat(rows.column("role").to_numpy() != BROKER, starts) if len(starts) else starts
+    counted = ~np.isin(rows.column("role").to_numpy(), COPIES)
+    records = np.add.reduceat(counted, starts) if len(starts) else starts
     return pa.RecordBatch.from_arrays(
         [
             pa.array(buckets[starts], pa.int64()),
@@ -138,7 +147,8 @@ def route(samples: pa.Table, cluster: str | None, lag_routing: bool) -> pa.Recor
 
 def operator_rows(samples: pa.Table, cluster: str | None, lag_routing: bool) -> tuple[pa.Table, np.ndarray]:
     """(OPERATOR_SCHEMA rows, each row's bucket): the first ``samples.num_rows`` aligned with
-    ``samples``, then, with lag routing, STATE_BUCKETS BROKER copies of each broker event sample."""
+    ``samples``, then, with lag routing, STATE_BUCKETS copies (BROKER, TOPIC) of each broker event
+    and topic retention sample."""
     samples = samples.combine_chunks()
     if cluster is not None:
         samples = samples.set_column(
@@ -169,17 +179,22 @@ def operator_rows(samples: pa.Table, cluster: str | None, lag_routing: bool) -> 
     )
     buckets = buckets.astype(np.int64)
     if lag_routing:
-        return _with_broker_copies(rows, buckets, np.flatnonzero(routes.broker_event[codes] & ~dead))
+        copy_role = np.where(dead, NO_COPY, routes.copy_role[codes])
+        return _with_copies(rows, buckets, np.flatnonzero(copy_role != NO_COPY), copy_role)
     return rows, buckets
 
 
-def _with_broker_copies(rows: pa.Table, buckets: np.ndarray, events: np.ndarray) -> tuple[pa.Table, np.ndarray]:
-    """``rows`` and ``buckets`` followed by a BROKER copy of each row in ``events`` for every bucket."""
-    if not len(events):
+def _with_copies(
+    rows: pa.Table, buckets: np.ndarray, copied: np.ndarray, copy_role: np.ndarray
+) -> tuple[pa.Table, np.ndarray]:
+    """``rows`` and ``buckets`` followed by a copy of each row in ``copied`` for every bucket,
+    with the row's ``copy_role`` (BROKER or TOPIC) as its role."""
+    if not len(copied):
         return rows, buckets
-    copies = rows.take(pa.array(np.repeat(events, STATE_BUCKETS)))
-    copies = copies.set_column(0, "role", pa.array(np.full(copies.num_rows, BROKER, np.int8)))
-    copy_buckets = np.tile(np.arange(STATE_BUCKETS, dtype=np.int64), len(events))
+    repeated = np.repeat(copied, STATE_BUCKETS)
+    copies = rows.take(pa.array(repeated))
+    copies = copies.set_column(0, "role", pa.array(copy_role[repeated].astype(np.int8)))
+    copy_buckets = np.tile(np.arange(STATE_BUCKETS, dtype=np.int64), len(copied))
     return pa.concat_tables([rows, copies]).combine_chunks(), np.concatenate([buckets, copy_buckets])
 
 
@@ -191,8 +206,9 @@ class SeriesRoutes(NamedTuple):
     pkey: np.ndarray
     role: np.ndarray
     series_key: pa.Array
-    #: whether the series is one of a broker event metric (``lag/broker_events.py``)
-    broker_event: np.ndarray
+    #: the role of the series' copies to every bucket: BROKER for a broker event metric
+    #: (``lag/broker_events.py``), TOPIC for a topic retention setting (``lag/retention.py``), else NO_COPY
+    copy_role: np.ndarray
 
 
 def _distinct_series(samples: pa.Table) -> tuple[np.ndarray, pa.Table]:
@@ -225,8 +241,7 @@ def _series_routes(series: pa.Table, lag_routing: bool) -> SeriesRoutes:
         pkey=np.zeros(len(texts), np.int64),
         role=np.full(len(texts), METRIC, np.int8),
         series_key=_json_arrays(series),
-        broker_event=_selected(series, TARGET_SOURCES, BROKER_EVENT_METRICS)
-        & pc.is_null(series.column("topic")).to_numpy(zero_copy_only=False),
+        copy_role=_copy_roles(series),
     )
     routes.role[_selected(series, MEMBERSHIP_SOURCES, MEMBER_METRICS, "group_id", "topic", "partition")] = MEMBER
     if lag_routing:
@@ -240,6 +255,16 @@ def _series_routes(series: pa.Table, lag_routing: bool) -> SeriesRoutes:
             if not group_rows[row]:
                 routes.pkey[row] = spark_hash(list(label.values()))
     return routes
+
+
+def _copy_roles(series: pa.Table) -> np.ndarray:
+    """BROKER for broker event series (cluster-wide or per broker, no topic), TOPIC for topic
+    retention settings, NO_COPY for the rest."""
+    no_topic = pc.is_null(series.column("topic")).to_numpy(zero_copy_only=False)
+    roles = np.full(series.num_rows, NO_COPY, np.int8)
+    roles[_selected(series, TARGET_SOURCES, BROKER_EVENT_METRICS) & no_topic] = BROKER
+    roles[_selected(series, (Source.ADMIN.value,), RETENTION_METRICS, "topic")] = TOPIC
+    return roles
 
 
 #: Who publishes membership: the admin collector's describe, and the commit log's changes.

@@ -171,6 +171,56 @@ def partition(verdict: str, time_lag_note: str) -> str:
     return f"{verdict}; {time_lag_note}" if time_lag_note else verdict
 
 
+# -- the retention margin (spark_jobs/lag/retention.py): lag_1m's retention_reason ------------------
+
+
+def retention_passed(deleted: int) -> str:
+    return f"passed: retention deleted {deleted} records the group never read"
+
+
+def retention_not_read() -> str:
+    return "no margin: the topic's retention settings were not read yet"
+
+
+def retention_compacted() -> str:
+    return "no margin: cleanup.policy=compact, retention never deletes on this topic"
+
+
+def retention_infinite() -> str:
+    return "no margin: retention.ms = -1 and retention.bytes = -1, retention never deletes on this topic"
+
+
+def retention_caught_up() -> str:
+    return "no margin: caught up, nothing unread for retention to delete"
+
+
+def retention_time(retention_ms: float, age_s: float, at_least: bool) -> str:
+    limit = f"time limit nearer: retention.ms {format_number(retention_ms)} ({format_duration(retention_ms / 1000.0)})"
+    if at_least:
+        return (
+            f"{limit}; the committed record is at least {format_duration(age_s)} old (older than the log-end "
+            f"history), so the margin is at most this"
+        )
+    return f"{limit}; the committed record is {format_duration(age_s)} old"
+
+
+def retention_size(retention_bytes: float, lag: int, seconds: float, produce_rate: float | None) -> str:
+    rate = f"{produce_rate:.3g} records/s" if produce_rate else "no produce rate"
+    return (
+        f"size limit nearer: retention.bytes {format_number(retention_bytes)} per partition, {lag} records behind "
+        f"the committed offset, {rate}: {format_duration(seconds)}"
+    )
+
+
+def retention_unknown(time_limit: float | None, size_limit: float | None, size_known: bool) -> str:
+    missing = []
+    if time_limit is not None:
+        missing.append("the committed record's age is unknown (no log-end history yet)")
+    if size_limit is not None:
+        missing.append("nothing is produced" if size_known else "the partition size is unknown")
+    return "no margin: " + "; ".join(missing)
+
+
 # -- the group (spark_jobs/lag/group.py) ----------------------------------------------------------------
 
 

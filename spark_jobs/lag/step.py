@@ -43,7 +43,7 @@ import pandas as pd
 from lagwatch import lake
 from lagwatch.config import LagConfig
 from lagwatch.vocabulary import GROUP_LOG_START_METRIC
-from spark_jobs.lag import broker_events, membership
+from spark_jobs.lag import broker_events, membership, retention
 from spark_jobs.lag.group import GroupFacts, summarize_group
 from spark_jobs.lag.pairing import (
     LAG_METRICS,
@@ -84,9 +84,11 @@ def update_lag(
     lag_config: LagConfig,
     watermark_ms: int,
     events: broker_events.BrokerEvents | None = None,
+    settings: retention.TopicSettings | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Fold a batch into the groups' trackers and membership (in place); return (lag_1m, group_status)
-    columns. ``events``: the bucket's broker events, named in the reason of a group that is not OK."""
+    columns. ``events``: the bucket's broker events, named in the reason of a group that is not OK;
+    ``settings``: the bucket's topic retention settings, for each partition's retention margin."""
     metric = series_labels(samples["series_key"].to_numpy(), ("metric",))["metric"]
     is_start = metric == GROUP_LOG_START_METRIC  # per partition state, not a membership reading
     is_offset = np.isin(metric, LAG_METRICS) & ~is_start
@@ -104,7 +106,7 @@ def update_lag(
     cluster, group_id, topic, partition, ts, committed, lag = (
         observations[c].tolist() for c in (*keys, "ts", "committed", "lag")
     )
-    rows = _Rows(memberships, readings, events, lag_config.window_ms)
+    rows = _Rows(memberships, readings, events, lag_config.window_ms, settings)
     thresholds_of: dict[str, Thresholds] = {}
 
     def thresholds_for(group: str) -> Thresholds:
@@ -116,7 +118,9 @@ def update_lag(
         observed = zip(ts[start:end], committed[start:end], lag[start:end], strict=True)
         partition_commits = commits.pop((*group_key, *where), [])
         evidence = partial(rows.evidence, group_key, where)
-        for report in fold_observations(track, thresholds_for(group_key[1]), observed, partition_commits, evidence):
+        limits = rows.limits_of(group_key[0], where[0])
+        thresholds = thresholds_for(group_key[1])
+        for report in fold_observations(track, thresholds, observed, partition_commits, evidence, limits):
             rows.add_partition(group_key, where, report)
     for (cluster_name, group, topic_name, number), partition_commits in commits.items():  # no observation here
         track = groups.setdefault((cluster_name, group), {}).setdefault((topic_name, number), PartitionTracker())
@@ -138,8 +142,13 @@ class _Rows:
         readings: membership.BatchReadings,
         events: broker_events.BrokerEvents | None,
         window_ms: int,
+        settings: retention.TopicSettings | None = None,
     ) -> None:
         self.memberships = memberships
+        #: (cluster, topic) → its retention settings (None: not read), looked up once per batch.
+        self.limits_of: Callable[[str, str], retention.TopicLimits | None] = (
+            cache(settings.limits) if settings is not None else _no_limits
+        )
         self.readings = readings
         self.partition_rows: list[Row] = []
         self.broker_clause: Callable[[str, int], str | None] = (
@@ -178,7 +187,10 @@ class _Rows:
                 track = groups.get(group_key, {}).get(where)
                 if track is not None and (*group_key, *where) not in self.reports and track.last_ts_ms in stamps:
                     evidence = self.evidence(group_key, where, track.last_ts_ms)
-                    self.add_partition(group_key, where, track.report(thresholds_for(group_key[1]), evidence))
+                    report = track.report(
+                        thresholds_for(group_key[1]), evidence, self.limits_of(group_key[0], where[0])
+                    )
+                    self.add_partition(group_key, where, report)
         for group_key, stamps in self.readings.touched_groups.items():
             tracks = groups.get(group_key)
             if tracks and group_key not in self.newest_period:
@@ -203,7 +215,8 @@ class _Rows:
             for where, track in tracks.items():
                 if track.window_ts:
                     evidence = self.evidence(group_key, where, log_ts)
-                    self.reports[(*group_key, *where)] = track.report(thresholds, evidence)
+                    limits = self.limits_of(group_key[0], where[0])
+                    self.reports[(*group_key, *where)] = track.report(thresholds, evidence, limits)
 
 
 def _broker_clause(events: broker_events.BrokerEvents, window_ms: int, cluster: str, end_ms: int) -> str | None:
@@ -211,6 +224,10 @@ def _broker_clause(events: broker_events.BrokerEvents, window_ms: int, cluster: 
 
 
 def _no_clause(_cluster: str, _end_ms: int) -> None:
+    return None
+
+
+def _no_limits(_cluster: str, _topic: str) -> None:
     return None
 
 
@@ -250,9 +267,11 @@ def fold_observations(
     observations: Iterable[tuple[int, int, int]],
     commits: Sequence[tuple[int, int]] = (),
     evidence: Callable[[int], Membership | None] = lambda _ts: None,
+    limits: retention.TopicLimits | None = None,
 ) -> list[PartitionReport]:
     """Observe in time order, each commit taken before the first observation after it; one
-    report per 1-minute window, taken at its newest observation with that cycle's membership."""
+    report per 1-minute window, taken at its newest observation with that cycle's membership
+    (and the topic's retention ``limits``)."""
     reports: list[PartitionReport] = []
     pending = False
     next_commit = 0
@@ -260,7 +279,7 @@ def fold_observations(
         if ts <= track.last_ts_ms:
             continue  # duplicate or out of order: see PartitionTracker.observe
         if pending and ts - ts % PERIOD_MS != track.period_start_ms:
-            reports.append(track.report(thresholds, evidence(track.last_ts_ms)))
+            reports.append(track.report(thresholds, evidence(track.last_ts_ms), limits))
         while next_commit < len(commits) and commits[next_commit][0] <= ts:
             track.commit(*commits[next_commit], thresholds)
             next_commit += 1
@@ -268,7 +287,7 @@ def fold_observations(
     for commit_ts, offset in commits[next_commit:]:
         track.commit(commit_ts, offset, thresholds)
     if pending:
-        reports.append(track.report(thresholds, evidence(track.last_ts_ms)))
+        reports.append(track.report(thresholds, evidence(track.last_ts_ms), limits))
     return reports
 
 
@@ -302,6 +321,8 @@ def _partition_row(
         "rate_span_s": report.rate_span_s,
         "retention_margin": report.retention_margin,
         "retention_margin_s": report.retention_margin_s,
+        "retention_limit": report.retention_limit,
+        "retention_reason": report.retention_reason,
         "status": report.status,
         "reason": report.reason,
         "rule": report.rule,
@@ -363,7 +384,9 @@ def _rejudge(
     rows: _Rows, group_key: tuple[str, str], where: tuple[str, int], track: PartitionTracker, thresholds: Thresholds
 ) -> PartitionReport:
     """A partition not observed in this batch, judged again as of its newest observation."""
-    return track.report(thresholds, rows.evidence(group_key, where, track.last_ts_ms))
+    return track.report(
+        thresholds, rows.evidence(group_key, where, track.last_ts_ms), rows.limits_of(group_key[0], where[0])
+    )
 
 
 def _owner(rows: _Rows, group_key: tuple[str, str], tracks: GroupTracks, where: tuple[str, int]) -> str | None:

@@ -1,4 +1,4 @@
-"""Time lag from a partition's log-end history, and the ETA and retention margin from its rates.
+"""Time lag from a partition's log-end history, the ETA from its rates, and the committed record's age.
 
 Time lag (kafka-lag-exporter's method): the moment the log-end offset reached the committed
 offset is interpolated linearly between the last history point at or below it and the next
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from spark_jobs.lag import reasons
+from spark_jobs.lag.retention import RecordAge
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,16 +86,21 @@ def rate(first: int, last: int, span_ms: int) -> float | None:
     return (last - first) * 1000.0 / span_ms
 
 
-def retention_seconds(margin: int | None, produce_rate: float | None) -> float | None:
-    """Seconds until retention reaches the committed offset, if the log start moves at the produce
-    rate (retention deletes about what is produced); 0 once passed, None without a rate."""
-    if margin is None:
-        return None
-    if margin <= 0:
-        return 0.0
-    if produce_rate is None or produce_rate <= 0:
-        return None
-    return margin / produce_rate
+def committed_record_age(
+    history_ts: Sequence[int], history_end: Sequence[int], committed: int, lag: int, now_ms: int
+) -> RecordAge | None:
+    """How old the record at the committed offset is, from the log-end history: the moment the log
+    end passed the committed offset is when that record was appended (interpolated from any two
+    points, however few the history has). A committed offset older than the history is at least
+    as old as the history's oldest point; None when the history cannot tell (no point above it)."""
+    if lag <= 0:
+        return RecordAge(0.0)
+    found = interpolate_time_lag(history_ts, history_end, committed, lag, now_ms, min_points=2)
+    if found.seconds is not None:
+        return RecordAge(found.seconds)
+    if history_end and committed < history_end[0]:
+        return RecordAge(max(0.0, (now_ms - history_ts[0]) / 1000.0), at_least=True)
+    return None
 
 
 def eta_seconds(lag: int, consume_rate: float | None, produce_rate: float | None) -> float | None:

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from spark_jobs.lag import reasons
+from spark_jobs.lag.retention import PartitionFacts, TopicLimits, margin
 from spark_jobs.lag.rules import Membership, Thresholds, judge
-from spark_jobs.lag.time_lag import append_history, eta_seconds, interpolate_time_lag, rate, retention_seconds
+from spark_jobs.lag.time_lag import append_history, committed_record_age, eta_seconds, interpolate_time_lag, rate
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,12 +45,16 @@ class PartitionReport:
     #: produce rates (and so the ETA) are measured over; 0 with a single observation.
     rate_span_s: float
     #: Records between the partition's log start and the committed offset (negative: deleted
-    #: unread), and those records at the produce rate in seconds; None without a log start.
+    #: unread); None without a log start.
     retention_margin: int | None
+    #: Seconds until the topic's nearer retention limit deletes the committed offset (None: no
+    #: margin), and after the verdict which limit (time | size) and why (spark_jobs/lag/retention.py).
     retention_margin_s: float | None
     status: str
     rule: str
     reason: str
+    retention_limit: str | None = None
+    retention_reason: str = ""
 
 
 #: Halves of observations a partition keeps waiting for their partner (a few cycles' worth).
@@ -180,8 +185,11 @@ class PartitionTracker:
         if keep_from > 0:
             del self.window_ts[:keep_from], self.window_committed[:keep_from], self.window_lag[:keep_from]
 
-    def report(self, thresholds: Thresholds, membership: Membership | None = None) -> PartitionReport:
-        """The lag_1m values as of the newest observation (``membership``: its cycle's reading)."""
+    def report(
+        self, thresholds: Thresholds, membership: Membership | None = None, limits: TopicLimits | None = None
+    ) -> PartitionReport:
+        """The lag_1m values as of the newest observation (``membership``: its cycle's reading;
+        ``limits``: the topic's retention settings, for the retention margin)."""
         now_ms, committed, lag = self.window_ts[-1], self.window_committed[-1], self.window_lag[-1]
         span_ms = now_ms - self.window_ts[0]
         consume_rate = rate(self.window_committed[0], committed, span_ms)
@@ -202,7 +210,9 @@ class PartitionTracker:
             log_start,
             membership,
         )
-        margin = None if log_start is None else committed - log_start
+        records_margin = None if log_start is None else committed - log_start
+        age = committed_record_age(self.history_ts, self.history_end, committed, lag, now_ms)
+        retention = margin(limits, PartitionFacts(committed, lag, log_start, produce_rate, age))
         return PartitionReport(
             ts_ms=now_ms,
             committed_offset=committed,
@@ -215,8 +225,10 @@ class PartitionTracker:
             time_lag_method=time_lag.method,
             eta_s=eta_seconds(lag, consume_rate, produce_rate),
             rate_span_s=span_ms / 1000.0,
-            retention_margin=margin,
-            retention_margin_s=retention_seconds(margin, produce_rate),
+            retention_margin=records_margin,
+            retention_margin_s=retention.seconds,
+            retention_limit=retention.limit,
+            retention_reason=retention.reason,
             status=verdict.status,
             rule=verdict.rule,
             reason=reasons.partition(verdict.reason, time_lag.note),

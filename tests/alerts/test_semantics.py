@@ -55,7 +55,7 @@ def test_fires_only_after_for_then_resolves(alert_config, engine_for, webhook_re
     assert firing["version"] == "4" and firing["status"] == "firing"
     assert firing["alerts"][0]["labels"]["group_id"] == "g1"
     assert firing["alerts"][0]["annotations"]["summary"] == "group g1 lag 500"
-    assert firing["groupLabels"] == {"alertname": "GroupLagHigh", "cluster": "test"}
+    assert firing["groupLabels"] == {"alertname": "GroupLagHigh", "cluster": "test", "group_id": "g1"}
 
     lake_rows.group_status(lake, t0 + 3, "g1", total_lag=0)
     engine.step(now=t0 + 4.0)
@@ -87,7 +87,8 @@ def test_repeats_after_repeat_interval(alert_config, engine_for, webhook_receive
 
 
 def test_silence_suppresses_then_expiry_notifies(alert_config, engine_for, webhook_receiver) -> None:
-    config = alert_config([{**LAG_RULE, "for": "0s"}])
+    # One notification group for both groups, so the expired silence shows as g1 joining g2's.
+    config = alert_config([{**LAG_RULE, "for": "0s"}], group_by=["alertname", "cluster"])
     engine = engine_for(config)
     t0 = time.time()
     silence_id = create_silence(config, {"group_id": "g1"}, 3600, "tester", "maintenance", starts_at=t0 - 1)

@@ -243,3 +243,26 @@ def test_collect_fails_at_start_naming_the_cluster_and_the_cause(
     assert cause in proc.stderr
     assert "did not answer" not in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_without_describe_configs_the_retention_settings_are_missed_once_by_name_not_as_errors(
+    collector_of: Callable[..., AdminCollector],
+    admin_kafka: KafkaWorkload,
+    unique: Callable[[str], str],
+    caplog: pytest.LogCaptureFixture,
+):
+    """The retention margin's one optional grant: without it, one warning naming the grant, and
+    the cycle stays whole (no error per topic, lag exact)."""
+    topic, tag = unique("secured-topic"), unique("tag")
+    visible = f"{VISIBLE_GROUP_PREFIX}{tag}"
+    admin_kafka.create_topic(topic, len(PRODUCED))
+    admin_kafka.produce(topic, PRODUCED)
+    admin_kafka.commit(visible, topic, COMMITTED)
+    collector = collector_of(MONITOR_SOME_GROUPS, groups_allow=[tag])  # no DescribeConfigs on topics
+    with caplog.at_level(logging.WARNING, logger="collectors.admin"):
+        results = [collector.collect(1_700_000_000_000 + cycle * 15_000, MAKE) for cycle in range(2)]
+    assert all(r.ok and not r.errors for r in results), [r.errors for r in results]
+    assert by_partition(results[0], "consumer_lag", visible) == LAG
+    said = [r.getMessage() for r in caplog.records if "grant DescribeConfigs" in r.getMessage()]
+    assert len(said) == 1 and topic in said[0], said
+    assert not [s for r in results for s in r.samples if s.metric == "topic_retention_ms" and s.topic == topic]

@@ -219,3 +219,31 @@ def test_without_lag_analytics_there_are_no_broker_copies() -> None:
     decoded = _decoded([_sample(labels) for labels in BROKER_LABELS])
     rows, _ = route.operator_rows(decoded, cluster=None, lag_routing=False)
     assert rows.num_rows == len(BROKER_LABELS)
+
+
+def test_topic_retention_settings_go_to_their_series_bucket_and_as_topic_copies_to_every_bucket() -> None:
+    """Every group that reads a topic judges its retention margin by the topic's settings, and
+    groups live in every bucket; the routed rows count the records without the copies."""
+    settings = [
+        {"source": "admin", "metric": "topic_retention_ms", "kind": "gauge", "topic": "orders"},
+        {"source": "admin", "metric": "topic_retention_bytes", "kind": "gauge", "topic": "orders"},
+        {"source": "admin", "metric": "topic_cleanup_policy", "kind": "gauge", "topic": "orders"},
+        {"source": "admin", "metric": "topic_partitions", "kind": "gauge", "topic": "orders"},  # not a setting
+    ]
+    samples = [_sample(labels, ts=TS + i, value=float(i)) for i, labels in enumerate(settings)]
+    decoded = _decoded(samples)
+    rows, buckets = route.operator_rows(decoded, cluster=None, lag_routing=True)
+
+    assert rows.column("role")[:4].to_pylist() == [route.METRIC] * 4
+    copies = rows.slice(4).to_pylist()
+    assert {row["role"] for row in copies} == {route.TOPIC}
+    copied: dict[float, list[int]] = {}
+    for copy, bucket in zip(copies, buckets[4:].tolist(), strict=True):
+        copied.setdefault(copy["value"], []).append(bucket)
+    assert {value: sorted(found) for value, found in copied.items()} == {
+        value: list(range(route.STATE_BUCKETS)) for value in (0.0, 1.0, 2.0)
+    }
+    routed = route.route(decoded, cluster=None, lag_routing=True)
+    assert sum(routed.column("records").to_pylist()) == 4, "the copies are not records"
+    no_lag_rows, _ = route.operator_rows(decoded, cluster=None, lag_routing=False)
+    assert no_lag_rows.num_rows == 4, "without lag analytics nobody needs the copies"

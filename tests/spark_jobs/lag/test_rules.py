@@ -7,6 +7,7 @@ import random
 import pytest
 
 from lagwatch.config import ConfigError, LagConfig, parse_config
+from spark_jobs.lag.retention import TopicLimits
 from spark_jobs.lag.rules import Membership, Thresholds
 from spark_jobs.lag.tracker import PartitionTracker
 from tests.spark_jobs.lag.judging import OWNED, PERIOD_MS, UNOWNED, empty, judged, statuses_with_commits, track
@@ -152,8 +153,15 @@ def test_committed_offset_below_the_log_start_is_loss_with_the_records_deleted_u
     tracker.see_log_start(15_000, 100)
     tracker.observe(0, 120, 80, thresholds, PERIOD_MS)
     tracker.observe(15_000, 150, 60, thresholds, PERIOD_MS)  # ends 200 → 210: 10 records in 15 s
-    report = tracker.report(thresholds)
-    assert (report.status, report.retention_margin, report.retention_margin_s) == ("OK", 50, 75.0)
+    # The margin in seconds is the broker's: retention.ms 600 s minus the committed record's age,
+    # at least the 15 s of log-end history (offset 150 is older than its oldest point, 200).
+    report = tracker.report(thresholds, limits=TopicLimits(1, 600_000, -1))
+    assert (report.status, report.retention_margin, report.retention_margin_s) == ("OK", 50, 585.0)
+    assert (report.retention_limit, report.retention_reason) == (
+        "time",
+        "time limit nearer: retention.ms 600000 (10m); the committed record is at least 15s old (older than "
+        "the log-end history), so the margin is at most this",
+    )
     tracker.see_log_start(10_000, 500)  # an older reading, read late: ignored
     tracker.see_log_start(30_000, 180)
     tracker.observe(30_000, 150, 90, thresholds, PERIOD_MS)

@@ -1,0 +1,160 @@
+"""The retention margin end to end: real broker settings and retention → real collector cycles →
+samples topic → real Spark passes → Parquet lake → the real alert engine → a real webhook.
+
+Four stopped groups, each far behind on its own topic: a young topic with Kafka's default 7-day
+retention, a compacted one, one with retention.ms = -1 (no limit), and one whose 1 KB segments
+expire after 60 s. Collector cycle, Spark pass and alert evaluation alternate as in production
+until the broker has deleted the short-lived topic's records under its group's commit. Only that
+group is ever alerted on: RetentionMarginLow fires while the broker still has its records, and
+its status is LOSS after they are gone. The others' margins are the week less the records' age,
+or NULL with the reason saying why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from alerts.engine import AlertEngine
+from alerts.leader import AlwaysLeader
+from collectors.admin import AdminCollector
+from collectors.coordinator import AllTargets
+from collectors.publisher import SamplePublisher
+from collectors.runner import CollectLoop
+from lagwatch.config import Config
+from lagwatch.kafka import ensure_topic, transport_client_config
+from spark_jobs import job
+from tests.collectors.test_admin import earliest_offset
+from tests.fixtures.kafka_workload import KafkaWorkload
+from tests.fixtures.real_kafka import RealKafkaBroker
+from tests.spark_jobs.lake_workload import lake_rows
+
+INTERVAL_S = 3.0
+SHORT_RETENTION_MS = 60_000
+BATCHES, BATCH = 6, 30  # one segment per flushed batch (1 KB segments, ≈ 530 B per batch)
+COMMITTED = 30
+WEEK_S = 7 * 86_400.0
+#: RetentionMarginLow with a threshold below the short topic's retention and no `for`: the
+#: shipped 3600 s / 2m cannot fire ahead of a 60 s retention.
+RULE = {
+    "name": "RetentionMarginLow",
+    "metric": "retention_margin_s",
+    "by": ["group_id", "topic", "partition"],
+    "op": "<",
+    "threshold": 45,
+    "severity": "critical",
+    "summary": "Retention reaches {group_id}'s committed offset on {topic}/{partition} in {value:.0f} s ({reason})",
+}
+
+
+def _produce_keyed(bootstrap: str, topic: str, count: int) -> None:
+    """A compacted topic refuses records without a key."""
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, key=f"k{i}".encode(), value=b"v", partition=0)
+    assert producer.flush(30) == 0
+
+
+def _summaries(webhook_receiver: Any) -> list[str]:
+    return [alert["annotations"]["summary"] for request in webhook_receiver.received()
+            for alert in request.json()["alerts"] if alert["status"] == "firing"]  # fmt: skip
+
+
+def _firing(webhook_receiver: Any) -> set[str]:
+    return {
+        alert["labels"]["group_id"]
+        for request in webhook_receiver.received()
+        for alert in request.json()["alerts"]
+        if alert["labels"]["alertname"] == "RetentionMarginLow" and alert["status"] == "firing"
+    }
+
+
+@pytest.mark.slow
+def test_only_the_group_retention_will_really_reach_is_alerted_before_its_records_go(
+    spark: Any,
+    kafka: KafkaWorkload,
+    broker: RealKafkaBroker,
+    make_config: Callable[..., Config],
+    unique: Callable[[str], str],
+    webhook_receiver: Any,
+):
+    prefix = unique("margin")
+    names = ("young", "compacted", "forever", "short")
+    topic = {name: f"{prefix}-{name}-topic" for name in names}
+    group = {name: f"{prefix}-{name}" for name in names}
+    settings = {
+        "young": {},  # the broker's default: 7 days, delete
+        "compacted": {"cleanup.policy": "compact"},
+        "forever": {"retention.ms": "-1", "retention.bytes": "-1"},
+        "short": {broker.segment_bytes_config: "1024", "retention.ms": str(SHORT_RETENTION_MS)},
+    }
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    for future in admin.create_topics([NewTopic(topic[n], 1, 1, config=settings[n]) for n in names]).values():
+        future.result(10)
+    config = make_config(
+        collect={"interval_s": INTERVAL_S, "timeout_s": 2, "describe_groups": False, "groups_allow": [f"^{prefix}-"]},
+        alerts={"rules": [RULE], "receivers": [{"name": "ops", "url": webhook_receiver.url}], "group_wait": "0s",
+                "leadership": "none"},
+    )  # fmt: skip
+    ensure_topic(transport_client_config(config), config.transport.samples_topic, config.transport.samples_partitions)
+    for name in ("young", "forever", "short"):
+        for _ in range(BATCHES):
+            kafka.produce(topic[name], {0: BATCH})
+    _produce_keyed(broker.bootstrap_servers, topic["compacted"], BATCHES * BATCH)
+    for name in names:
+        kafka.commit(group[name], topic[name], {0: COMMITTED})
+
+    publisher = SamplePublisher(config)
+    loop = CollectLoop(config, [AdminCollector(config)], publisher, AllTargets([f"admin@{config.cluster.name}"]), "t")
+    engine = AlertEngine(config, leadership=AlwaysLeader("test"))
+    alerted_while_kept: list[bool] = []
+    deadline = time.monotonic() + 4 * SHORT_RETENTION_MS / 1000
+    try:
+        while time.monotonic() < deadline:
+            assert loop.cycle().failed == []
+            assert publisher.flush() == 0
+            kept = earliest_offset(admin, topic["short"], 0) <= COMMITTED  # before the Spark pass: no later
+            assert job.run(config, argparse.Namespace(available_now=True)) == 0
+            engine.step(now=time.time())
+            if group["short"] in _firing(webhook_receiver) and not alerted_while_kept:
+                alerted_while_kept.append(kept)
+            statuses = lake_rows(config, "select status from group_status where group_id = ?", [group["short"]])
+            if ("LOSS",) in statuses:
+                break
+            time.sleep(INTERVAL_S)
+    finally:
+        engine.close()
+        loop.close()
+        assert publisher.close() == 0
+
+    assert alerted_while_kept == [True], "RetentionMarginLow fired for the short topic while its records were kept"
+    assert ("LOSS",) in statuses, "the broker deleted the records under the commit: LOSS"
+    assert _firing(webhook_receiver) == {group["short"]}, "no alert for the young, compacted or unlimited topic"
+    assert f"committed offset on {topic['short']}/0 in " in _summaries(webhook_receiver)[0]
+    assert "(time limit nearer: retention.ms 60000 (1m); the committed record is" in _summaries(webhook_receiver)[0]
+
+    rows = lake_rows(
+        config,
+        "select group_id, arg_max(retention_margin_s, window_start), arg_max(retention_limit, window_start), "
+        "arg_max(retention_reason, window_start), min(retention_margin_s) from lag_1m "
+        "where group_id like ? group by group_id",
+        [f"{prefix}-%"],
+    )
+    newest = {g: rest for g, *rest in rows}
+    margin_s, limit, reason, least = newest[group["young"]]
+    assert limit == "time" and WEEK_S - 300 < least <= margin_s < WEEK_S, "a week less the records' age"
+    assert reason.startswith("time limit nearer: retention.ms 604800000 (168h00m)")
+    assert newest[group["compacted"]][:3] == [
+        None,
+        None,
+        "no margin: cleanup.policy=compact, retention never deletes on this topic",
+    ]
+    assert newest[group["forever"]][:2] == [None, None]
+    assert newest[group["forever"]][2].startswith("no margin: retention.ms = -1 and retention.bytes = -1")
+    assert newest[group["short"]][0] == 0.0 and newest[group["short"]][2].startswith("passed: retention deleted")
