@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import json
 import pickle
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
@@ -68,9 +68,16 @@ STATE_DDL = "blob binary"
 METRIC_INPUTS: tuple[str, ...] = ("sid", "ts", "value", "series_key")
 
 
-def rollups(routed: DataFrame, watermark_s: float, lag_config: LagConfig | None) -> DataFrame:
+def rollups(
+    routed: DataFrame,
+    watermark_s: float,
+    lag_config: LagConfig | None,
+    cluster_lag: Mapping[str, Mapping[str, float]] | None = None,
+) -> DataFrame:
     """Streaming rows for metrics_10s and metrics_1m, with a lag_config lag_1m and group_status,
-    and dead_letters for records that failed decoding.
+    and dead_letters for records that failed decoding. ``cluster_lag``: each monitored cluster's
+    threshold overrides by name (``[[clusters]] lag``), between LagConfig's defaults and
+    ``[lag.group_thresholds]``.
 
     ``routed`` is a ``route.ROUTED_DDL`` frame, routed with lag routing exactly when lag_config
     is set: what the Kafka source yields with routing on, or ``route.routed`` over packed samples.
@@ -85,7 +92,13 @@ def rollups(routed: DataFrame, watermark_s: float, lag_config: LagConfig | None)
     # operator's input, Spark tells the state function there is no watermark.
     watermarked = routed.withWatermark("event_time", f"{int(watermark_s * 1000)} milliseconds")
     return watermarked.groupBy("bucket").applyInPandasWithState(
-        partial(_rollup_bucket, size_ms=size_ms, delay_ms=int(watermark_s * 1000), lag_config=lag_config),
+        partial(
+            _rollup_bucket,
+            size_ms=size_ms,
+            delay_ms=int(watermark_s * 1000),
+            lag_config=lag_config,
+            cluster_lag=dict(cluster_lag or {}),
+        ),
         outputStructType=OUTPUT_DDL,
         stateStructType=STATE_DDL,
         outputMode="append",
@@ -108,6 +121,7 @@ def _rollup_bucket(
     size_ms: dict[str, int],
     delay_ms: int,
     lag_config: LagConfig | None,
+    cluster_lag: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Iterator[pd.DataFrame]:
     """applyInPandasWithState function: one bucket's metric series and groups, one batch."""
     cells = [cell for frame in batches for cell in frame["samples"]]
@@ -145,7 +159,9 @@ def _rollup_bucket(
         members = membership.decode(saved["membership"]) if "membership" in saved else {}
         if events is None and "broker_events" in saved:
             events = _broker_events(saved)
-        partition_rows, group_rows = step.update_lag(lag_samples, groups, members, lag_config, watermark_ms, events)
+        partition_rows, group_rows = step.update_lag(
+            lag_samples, groups, members, lag_config, watermark_ms, events, cluster_lag
+        )
         saved["lag"], saved["membership"] = step.encode_groups(groups), membership.encode(members)
         parts += [("lag_1m", partition_rows), ("group_status", group_rows)]
     state.update((pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL),))

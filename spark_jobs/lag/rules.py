@@ -16,7 +16,7 @@ the membership rules are skipped and a time rule's reason says it was judged by 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -36,7 +36,9 @@ RISING_SHARE = 0.25
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
-    """The knobs one group is judged by: LagConfig defaults merged with its group_thresholds."""
+    """The knobs one group is judged by: the LagConfig defaults, then its cluster's `lag`
+    overrides ([[clusters]] ``lag``), then its own ``[lag.group_thresholds]`` entry: the
+    narrower statement wins, so one noisy group can be tuned inside a cluster-wide setting."""
 
     window_s: float
     window_ms: int
@@ -50,8 +52,9 @@ class Thresholds:
     warn_time_lag_s: float | None = None
 
     @classmethod
-    def for_group(cls, config: LagConfig, group_id: str) -> Thresholds:
-        overrides = config.group_thresholds.get(group_id, {})
+    def for_group(cls, config: LagConfig, group_id: str, cluster_lag: Mapping[str, float] | None = None) -> Thresholds:
+        """``cluster_lag``: the group's cluster's threshold overrides (None: the cluster sets none)."""
+        overrides = {**(cluster_lag or {}), **config.group_thresholds.get(group_id, {})}
         return cls(
             window_s=config.window_s,
             window_ms=config.window_ms,
@@ -326,9 +329,10 @@ RULES: tuple[Rule, ...] = (
          "the records produced meanwhile (the consumer reads at most 75 % of the produce rate), or it never fell and "
          "rose overall over a window spanning at least half of `window_s` (Burrow's rule, for a slow drift); at "
          "least `min_window_points` observations either way", lag_rising),
-    Rule("warn_lag", "WARN", "lag above the group's `warn_lag` in `[lag.group_thresholds]`", warn_lag),
-    Rule("warn_time_lag_s", "WARN", "time lag above the group's `warn_time_lag_s` in `[lag.group_thresholds]`",
-         warn_time_lag),
+    Rule("warn_lag", "WARN", "lag above the group's `warn_lag`: its entry in `[lag.group_thresholds]`, else its "
+         "cluster's `lag` in `[[clusters]]`", warn_lag),
+    Rule("warn_time_lag_s", "WARN", "time lag above the group's `warn_time_lag_s`: its entry in "
+         "`[lag.group_thresholds]`, else its cluster's `lag` in `[[clusters]]`", warn_time_lag),
     Rule("ok", "OK", "none of the above", no_rule),
 )  # fmt: skip
 

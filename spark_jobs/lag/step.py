@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cache, partial
 from typing import Any
 
@@ -84,9 +84,11 @@ def update_lag(
     lag_config: LagConfig,
     watermark_ms: int,
     events: broker_events.BrokerEvents | None = None,
+    cluster_lag: Mapping[str, Mapping[str, float]] | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Fold a batch into the groups' trackers and membership (in place); return (lag_1m, group_status)
-    columns. ``events``: the bucket's broker events, named in the reason of a group that is not OK."""
+    columns. ``events``: the bucket's broker events, named in the reason of a group that is not OK;
+    ``cluster_lag``: cluster name → its threshold overrides (``[[clusters]] lag``)."""
     metric = series_labels(samples["series_key"].to_numpy(), ("metric",))["metric"]
     is_start = metric == GROUP_LOG_START_METRIC  # per partition state, not a membership reading
     is_offset = np.isin(metric, LAG_METRICS) & ~is_start
@@ -105,10 +107,7 @@ def update_lag(
         observations[c].tolist() for c in (*keys, "ts", "committed", "lag")
     )
     rows = _Rows(memberships, readings, events, lag_config.window_ms)
-    thresholds_of: dict[str, Thresholds] = {}
-
-    def thresholds_for(group: str) -> Thresholds:
-        return thresholds_of.get(group) or thresholds_of.setdefault(group, Thresholds.for_group(lag_config, group))
+    thresholds_for = _ThresholdsOf(lag_config, cluster_lag or {})
 
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         group_key, where = (cluster[start], group_id[start]), (topic[start], int(partition[start]))
@@ -116,17 +115,37 @@ def update_lag(
         observed = zip(ts[start:end], committed[start:end], lag[start:end], strict=True)
         partition_commits = commits.pop((*group_key, *where), [])
         evidence = partial(rows.evidence, group_key, where)
-        for report in fold_observations(track, thresholds_for(group_key[1]), observed, partition_commits, evidence):
+        for report in fold_observations(track, thresholds_for(group_key), observed, partition_commits, evidence):
             rows.add_partition(group_key, where, report)
     for (cluster_name, group, topic_name, number), partition_commits in commits.items():  # no observation here
         track = groups.setdefault((cluster_name, group), {}).setdefault((topic_name, number), PartitionTracker())
         for commit_ts, offset in partition_commits:
-            track.commit(commit_ts, offset, thresholds_for(group))
+            track.commit(commit_ts, offset, thresholds_for((cluster_name, group)))
     rows.add_late_readings(groups, thresholds_for)
     rows.judge_at_log_readings(groups, thresholds_for)
-    group_rows = [_group_row(key, groups[key], period, lag_config, rows) for key, period in rows.newest_period.items()]
+    group_rows = [
+        _group_row(key, groups[key], period, lag_config, rows, thresholds_for(key))
+        for key, period in rows.newest_period.items()
+    ]
     _forget_silent(groups, memberships, watermark_ms, lag_config)
     return _columns("lag_1m", rows.partition_rows), _columns("group_status", group_rows)
+
+
+class _ThresholdsOf:
+    """(cluster, group) → its Thresholds, built once per batch: defaults ← cluster ← group."""
+
+    def __init__(self, lag_config: LagConfig, cluster_lag: Mapping[str, Mapping[str, float]]) -> None:
+        self.lag_config = lag_config
+        self.cluster_lag = cluster_lag
+        self.built: dict[tuple[str, str], Thresholds] = {}
+
+    def __call__(self, group_key: tuple[str, str]) -> Thresholds:
+        found = self.built.get(group_key)
+        if found is None:
+            cluster, group = group_key
+            found = Thresholds.for_group(self.lag_config, group, self.cluster_lag.get(cluster))
+            self.built[group_key] = found
+        return found
 
 
 class _Rows:
@@ -169,7 +188,7 @@ class _Rows:
         self.reports[(*group_key, *where)] = report
 
     def add_late_readings(
-        self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: Callable[[str], Thresholds]
+        self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: Callable[[tuple[str, str]], Thresholds]
     ) -> None:
         """Rows again where this batch brought the readings of a cycle whose observation an
         earlier batch already wrote: the partition's owner, or the group's state and members."""
@@ -178,7 +197,7 @@ class _Rows:
                 track = groups.get(group_key, {}).get(where)
                 if track is not None and (*group_key, *where) not in self.reports and track.last_ts_ms in stamps:
                     evidence = self.evidence(group_key, where, track.last_ts_ms)
-                    self.add_partition(group_key, where, track.report(thresholds_for(group_key[1]), evidence))
+                    self.add_partition(group_key, where, track.report(thresholds_for(group_key), evidence))
         for group_key, stamps in self.readings.touched_groups.items():
             tracks = groups.get(group_key)
             if tracks and group_key not in self.newest_period:
@@ -187,7 +206,7 @@ class _Rows:
                     self.newest_period[group_key] = newest - newest % PERIOD_MS
 
     def judge_at_log_readings(
-        self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: Callable[[str], Thresholds]
+        self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: Callable[[tuple[str, str]], Thresholds]
     ) -> None:
         """A group whose commit-log reading (a member left, the group went Empty) is newer than its
         newest observation is judged again as of that reading, and its group_status row written
@@ -199,7 +218,7 @@ class _Rows:
                 continue
             self.judged_at[group_key] = log_ts
             self.newest_period[group_key] = log_ts - log_ts % PERIOD_MS
-            thresholds = thresholds_for(group_key[1])
+            thresholds = thresholds_for(group_key)
             for where, track in tracks.items():
                 if track.window_ts:
                     evidence = self.evidence(group_key, where, log_ts)
@@ -314,13 +333,19 @@ def _partition_row(
     }
 
 
-def _group_row(group_key: tuple[str, str], tracks: GroupTracks, period: int, lag_config: LagConfig, rows: _Rows) -> Row:
+def _group_row(
+    group_key: tuple[str, str],
+    tracks: GroupTracks,
+    period: int,
+    lag_config: LagConfig,
+    rows: _Rows,
+    thresholds: Thresholds,
+) -> Row:
     """A group_status row: every partition seen within one window of the group's newest observation.
 
     Partitions observed in this batch use the report just made; the others are re-judged
     from their state (so a partition that went quiet still ages towards STOP).
     """
-    thresholds = Thresholds.for_group(lag_config, group_key[1])
     newest = max(max(track.last_ts_ms for track in tracks.values()), rows.judged_at.get(group_key, -1))
     recent_ms = newest - lag_config.window_ms
     owned = rows.memberships.get(group_key)
