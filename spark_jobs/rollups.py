@@ -16,6 +16,10 @@ the samples topic a second time. So every record is routed once through one exch
 - a record that failed decoding (`error` set) goes to a bucket by its offset and comes out
   unchanged as a `dead_letters` row, touching no state. It has no event time, which leaves
   the watermark (the maximum event time) alone;
+- with lag analytics, the admin collector's `up` sample also comes to every bucket as a CLUSTER
+  copy: it is folded into the bucket's reachability state (``lag/reachability.py``), and a failed
+  admin cycle turns the bucket's groups of that cluster ERR (``lag/unreachable.py``), even in a
+  batch that carries no lag sample at all (the cluster being down, none comes);
 - with lag analytics, a broker event sample (under-replicated partitions, ISR shrinks, …) also
   comes to every bucket as a BROKER copy: it is folded into the bucket's broker event state
   (``lag/broker_events.py``) before the lag update, and the reason of a group_status row that is
@@ -54,7 +58,8 @@ import pyarrow.compute as pc
 from lagwatch import lake as lakelib
 from lagwatch.config import LagConfig
 from spark_jobs import packed, route, windows
-from spark_jobs.lag import broker_events, membership, step
+from spark_jobs.lag import broker_events, membership, reachability, step
+from spark_jobs.lag.rules import Outage
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
 
 if TYPE_CHECKING:
@@ -154,13 +159,14 @@ def _rollup_bucket(
         events = _broker_events(saved)
         broker_events.fold(events, broker_samples, keep_ms=2 * lag_config.window_ms)
         saved["broker_events"] = broker_events.encode(events)
-    if lag_config is not None and not lag_samples.empty:
+    outages, unreachable_now = _fold_reachability(saved, batch, roles) if lag_config is not None else ({}, set())
+    if lag_config is not None and (not lag_samples.empty or outages):
         groups = step.decode_groups(saved["lag"]) if "lag" in saved else {}
         members = membership.decode(saved["membership"]) if "membership" in saved else {}
         if events is None and "broker_events" in saved:
             events = _broker_events(saved)
         partition_rows, group_rows = step.update_lag(
-            lag_samples, groups, members, lag_config, watermark_ms, events, cluster_lag
+            lag_samples, groups, members, lag_config, watermark_ms, events, cluster_lag, outages, unreachable_now
         )
         saved["lag"], saved["membership"] = step.encode_groups(groups), membership.encode(members)
         parts += [("lag_1m", partition_rows), ("group_status", group_rows)]
@@ -168,6 +174,19 @@ def _rollup_bucket(
     parts = [(table, columns) for table, columns in parts if columns]
     if parts:
         yield encode_parts(parts)
+
+
+def _fold_reachability(
+    saved: dict[str, bytes], batch: pd.DataFrame, roles: np.ndarray
+) -> tuple[dict[str, Outage], set[str]]:
+    """The batch's CLUSTER copies (admin `up`) into the bucket's reachability state: (the clusters
+    whose newest admin cycle, read in this batch, failed; every cluster unreachable now)."""
+    state = reachability.decode(saved["reachability"]) if "reachability" in saved else {}
+    touched = reachability.fold(state, batch.loc[roles == route.CLUSTER, list(METRIC_INPUTS)])
+    if touched:
+        saved["reachability"] = reachability.encode(state)
+    down = reachability.outages(state)
+    return {name: outage for name, outage in down.items() if name in touched}, set(down)
 
 
 def _broker_events(saved: dict[str, bytes]) -> broker_events.BrokerEvents:

@@ -19,10 +19,14 @@ decides each record's bucket and role and packs each bucket's rows as one Arrow 
   topic label) goes to its series' bucket as a metric sample AND, as a BROKER copy, to every
   bucket: each group's status reason names the broker events of its cluster
   (``lag/broker_events.py``), and groups live in every bucket. They are a handful per broker and
-  cycle, so the 16 copies cost little.
+  cycle, so the 16 copies cost little;
+- with lag routing, the admin collector's ``up`` sample (one per cluster and cycle: 0 when the
+  cycle failed and read no offsets) goes to its series' bucket as a metric sample AND, as a
+  CLUSTER copy, to every bucket: a cluster that cannot be read turns every group of it ERR, and
+  its groups live in every bucket (``lag/reachability.py``).
 
 Each routed row also carries the newest event time of its samples (NULL when it holds only
-dead letters) and its record count (BROKER copies not counted: progress counts Kafka records
+dead letters) and its record count (BROKER and CLUSTER copies not counted: progress counts Kafka records
 by it): Spark's watermark is the maximum of that column, which equals the maximum over
 the samples, so the watermark is exactly what it was when every sample was a row.
 
@@ -45,20 +49,24 @@ import pyarrow.compute as pc
 import xxhash
 
 from lagwatch.membership import GROUP_METRICS, MEMBER_METRICS
-from lagwatch.vocabulary import BROKER_EVENT_METRICS, TARGET_SOURCES, Source
+from lagwatch.vocabulary import BROKER_EVENT_METRICS, TARGET_SOURCES, Source, require
 from spark_jobs import packed
 from spark_jobs.lag.pairing import LAG_METRICS, LAG_SOURCES
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
 from spark_jobs.windows import SERIES_COLUMNS
 
+(UP_METRIC,) = require("up")
 #: Fixed for the life of a checkpoint (the state is keyed by bucket). Each bucket is one Python
 #: call per micro-batch doing vectorised work for all its series/groups.
 STATE_BUCKETS = 16
 #: Each row's role in the operator: a LAG sample feeds its group's lag state and, like a METRIC
 #: sample, its own metric windows; a MEMBER sample feeds only its group's membership state; a DEAD
 #: letter is written as it is; a BROKER copy of a broker event sample feeds its bucket's broker
-#: event state only.
-METRIC, LAG, DEAD, MEMBER, BROKER = 0, 1, 2, 3, 4
+#: event state only; a CLUSTER copy of the admin collector's `up` sample feeds its bucket's
+#: cluster reachability state only.
+METRIC, LAG, DEAD, MEMBER, BROKER, CLUSTER = 0, 1, 2, 3, 4, 5
+#: Roles of the copies sent to every bucket: not records of their own.
+COPIES = (BROKER, CLUSTER)
 #: The rows one packed cell of the operator's input holds.
 OPERATOR_SCHEMA = pa.schema(
     [
@@ -122,7 +130,8 @@ def route(samples: pa.Table, cluster: str | None, lag_routing: bool) -> pa.Recor
     ends = np.r_[starts[1:], len(buckets)]
     live = pc.not_equal(rows.column("role"), DEAD)
     newest = [pc.max(pc.filter(rows.column("ts")[s:e], live[s:e])).as_py() for s, e in zip(starts, ends, strict=True)]
-    records = np.add.reduceat(rows.column("role").to_numpy() != BROKER, starts) if len(starts) else starts
+    originals = ~np.isin(rows.column("role").to_numpy(), COPIES)
+    records = np.add.reduceat(originals, starts) if len(starts) else starts
     return pa.RecordBatch.from_arrays(
         [
             pa.array(buckets[starts], pa.int64()),
@@ -138,7 +147,8 @@ def route(samples: pa.Table, cluster: str | None, lag_routing: bool) -> pa.Recor
 
 def operator_rows(samples: pa.Table, cluster: str | None, lag_routing: bool) -> tuple[pa.Table, np.ndarray]:
     """(OPERATOR_SCHEMA rows, each row's bucket): the first ``samples.num_rows`` aligned with
-    ``samples``, then, with lag routing, STATE_BUCKETS BROKER copies of each broker event sample."""
+    ``samples``, then, with lag routing, STATE_BUCKETS BROKER copies of each broker event sample
+    and STATE_BUCKETS CLUSTER copies of each admin `up` sample."""
     samples = samples.combine_chunks()
     if cluster is not None:
         samples = samples.set_column(
@@ -169,17 +179,18 @@ def operator_rows(samples: pa.Table, cluster: str | None, lag_routing: bool) -> 
     )
     buckets = buckets.astype(np.int64)
     if lag_routing:
-        return _with_broker_copies(rows, buckets, np.flatnonzero(routes.broker_event[codes] & ~dead))
+        rows, buckets = _with_copies(rows, buckets, np.flatnonzero(routes.broker_event[codes] & ~dead), BROKER)
+        return _with_copies(rows, buckets, np.flatnonzero(routes.admin_up[codes] & ~dead), CLUSTER)
     return rows, buckets
 
 
-def _with_broker_copies(rows: pa.Table, buckets: np.ndarray, events: np.ndarray) -> tuple[pa.Table, np.ndarray]:
-    """``rows`` and ``buckets`` followed by a BROKER copy of each row in ``events`` for every bucket."""
-    if not len(events):
+def _with_copies(rows: pa.Table, buckets: np.ndarray, chosen: np.ndarray, role: int) -> tuple[pa.Table, np.ndarray]:
+    """``rows`` and ``buckets`` followed by a copy of each row in ``chosen`` for every bucket, in ``role``."""
+    if not len(chosen):
         return rows, buckets
-    copies = rows.take(pa.array(np.repeat(events, STATE_BUCKETS)))
-    copies = copies.set_column(0, "role", pa.array(np.full(copies.num_rows, BROKER, np.int8)))
-    copy_buckets = np.tile(np.arange(STATE_BUCKETS, dtype=np.int64), len(events))
+    copies = rows.take(pa.array(np.repeat(chosen, STATE_BUCKETS)))
+    copies = copies.set_column(0, "role", pa.array(np.full(copies.num_rows, role, np.int8)))
+    copy_buckets = np.tile(np.arange(STATE_BUCKETS, dtype=np.int64), len(chosen))
     return pa.concat_tables([rows, copies]).combine_chunks(), np.concatenate([buckets, copy_buckets])
 
 
@@ -193,6 +204,8 @@ class SeriesRoutes(NamedTuple):
     series_key: pa.Array
     #: whether the series is one of a broker event metric (``lag/broker_events.py``)
     broker_event: np.ndarray
+    #: whether the series is a cluster's admin collector `up` (``lag/reachability.py``)
+    admin_up: np.ndarray
 
 
 def _distinct_series(samples: pa.Table) -> tuple[np.ndarray, pa.Table]:
@@ -227,6 +240,7 @@ def _series_routes(series: pa.Table, lag_routing: bool) -> SeriesRoutes:
         series_key=_json_arrays(series),
         broker_event=_selected(series, TARGET_SOURCES, BROKER_EVENT_METRICS)
         & pc.is_null(series.column("topic")).to_numpy(zero_copy_only=False),
+        admin_up=_selected(series, (Source.ADMIN.value,), UP_METRIC),
     )
     routes.role[_selected(series, MEMBERSHIP_SOURCES, MEMBER_METRICS, "group_id", "topic", "partition")] = MEMBER
     if lag_routing:

@@ -86,6 +86,16 @@ class Membership:
 
 
 @dataclass(frozen=True, slots=True)
+class Outage:
+    """A cluster whose admin collector's newest cycle failed (`up` = 0): no offsets were read."""
+
+    cluster: str
+    #: The first failed cycle of the run, and the newest one (the judgement's time).
+    since_ms: int
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     status: str
     rule: str
@@ -107,6 +117,8 @@ class Case:
     log_start: int | None
     membership: Membership | None
     thresholds: Thresholds
+    #: The group's cluster could not be read at the newest cycle (None: it was read).
+    outage: Outage | None = None
 
     @property
     def now_ms(self) -> int:
@@ -160,6 +172,13 @@ def _went_back(offsets: Sequence[int]) -> int:
 
 
 # -- one function per rule: the reason when it applies, else None ------------------------------------
+
+
+def unreachable(case: Case) -> str | None:
+    outage = case.outage
+    if outage is None:
+        return None
+    return reasons.unreachable(outage.cluster, outage.since_ms, case.now_ms, case.committed[-1], case.lag[-1])
 
 
 def loss(case: Case) -> str | None:
@@ -305,6 +324,11 @@ class Rule:
 
 #: The rules in order; the first whose check gives a reason wins.
 RULES: tuple[Rule, ...] = (
+    Rule("unreachable", "ERR", "the group's cluster could not be read: its admin collector's newest cycle failed "
+         "(`up` = 0), so no offsets came. Every known partition and group of that cluster is ERR as of that cycle, "
+         "its offsets, lag and rates NULL (the old lag is not current); the reason says since when and what was "
+         "last observed (the group's: its last status). Judging resumes with the next cycle that reads offsets",
+         unreachable),
     Rule("loss", "LOSS", "the committed offset is below the partition's log start: retention (or deleteRecords) "
          "deleted `log start − committed` records the group never read; the reason gives the count", loss),
     Rule("rewind", "REWIND", "commit log: a commit within the window is lower than the commit before it, even if "
@@ -348,13 +372,15 @@ def judge(
     caught_up_ms: int = -1,
     log_start: int | None = None,
     membership: Membership | None = None,
+    outage: Outage | None = None,
 ) -> Verdict:
     """The first rule of RULES that applies.
 
     ``commits`` are the commit log's (commit ts, offset) lists in time order, empty without it;
     ``caught_up_ms`` is the newest observation with lag 0 (-1: none), where the time rules start;
     ``log_start`` the partition's newest log start offset (None: not read); ``membership`` the
-    coordinator's word in the newest observation's cycle (None: no reading).
+    coordinator's word in the newest observation's cycle (None: no reading); ``outage`` the
+    cluster's failed admin cycle when it could not be read (None: it was).
     """
     case = Case(
         window_ts,
@@ -368,6 +394,7 @@ def judge(
         log_start,
         membership,
         thresholds,
+        outage,
     )
     for rule in RULES:
         reason = rule.check(case)

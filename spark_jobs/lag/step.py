@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import cache, partial
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -43,7 +44,7 @@ import pandas as pd
 from lagwatch import lake
 from lagwatch.config import LagConfig
 from lagwatch.vocabulary import GROUP_LOG_START_METRIC
-from spark_jobs.lag import broker_events, membership
+from spark_jobs.lag import broker_events, membership, unreachable
 from spark_jobs.lag.group import GroupFacts, summarize_group
 from spark_jobs.lag.pairing import (
     LAG_METRICS,
@@ -53,7 +54,7 @@ from spark_jobs.lag.pairing import (
     pair_in_batch,
     split_commits,
 )
-from spark_jobs.lag.rules import Membership, Thresholds
+from spark_jobs.lag.rules import Membership, Outage, Thresholds
 from spark_jobs.lag.tracker import PartitionReport, PartitionTracker
 from spark_jobs.windows import series_labels
 
@@ -85,15 +86,51 @@ def update_lag(
     watermark_ms: int,
     events: broker_events.BrokerEvents | None = None,
     cluster_lag: Mapping[str, Mapping[str, float]] | None = None,
+    outages: Mapping[str, Outage] | None = None,
+    unreachable_clusters: Collection[str] = (),
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Fold a batch into the groups' trackers and membership (in place); return (lag_1m, group_status)
     columns. ``events``: the bucket's broker events, named in the reason of a group that is not OK;
-    ``cluster_lag``: cluster name → its threshold overrides (``[[clusters]] lag``)."""
+    ``cluster_lag``: cluster name → its threshold overrides (``[[clusters]] lag``); ``outages``: the
+    clusters whose admin cycle failed in this batch, whose groups are ERR (``unreachable.py``);
+    ``unreachable_clusters``: every cluster unreachable now, whose groups stay in the state however
+    long they go unobserved (their ERR rows need them)."""
+    thresholds_for = _ThresholdsOf(lag_config, cluster_lag or {})
+    rows = _Rows(memberships, membership.BatchReadings(), events, lag_config.window_ms)
+    if not samples.empty:
+        rows = _fold_samples(samples, groups, rows, thresholds_for)
+    group_rows = [
+        _group_row(key, groups[key], period, lag_config, rows, thresholds_for(key))
+        for key, period in rows.newest_period.items()
+    ]
+    partition_rows = rows.partition_rows
+    if outages:
+        lost_partitions, lost_groups = unreachable.rows(
+            groups,
+            outages,
+            lag_config.window_ms,
+            PERIOD_MS,
+            thresholds_for,
+            partial(_last_judgement, groups, lag_config, rows, thresholds_for),
+            partial(_group_type, memberships),
+        )
+        partition_rows = _replaced("lag_1m", partition_rows, lost_partitions)
+        group_rows = _replaced("group_status", group_rows, lost_groups)
+    _forget_silent(groups, memberships, watermark_ms, lag_config, set(unreachable_clusters))
+    return _columns("lag_1m", partition_rows), _columns("group_status", group_rows)
+
+
+def _fold_samples(
+    samples: pd.DataFrame, groups: dict[tuple[str, str], GroupTracks], rows: _Rows, thresholds_for: _ThresholdsOf
+) -> _Rows:
+    """The batch's lag and membership samples into the state (``rows.memberships``); the rows
+    (and reports) they make."""
+    lag_config = thresholds_for.lag_config
     metric = series_labels(samples["series_key"].to_numpy(), ("metric",))["metric"]
     is_start = metric == GROUP_LOG_START_METRIC  # per partition state, not a membership reading
     is_offset = np.isin(metric, LAG_METRICS) & ~is_start
     keep_ms = max(lag_config.window_ms, PERIOD_MS)
-    readings = membership.fold_readings(samples[~(is_offset | is_start)], memberships, keep_ms)
+    rows.readings = membership.fold_readings(samples[~(is_offset | is_start)], rows.memberships, keep_ms)
     cycle_samples, cycle_labels, commit_rows = split_commits(samples[is_offset])
     observations, halves = pair_in_batch(cycle_samples, cycle_labels)
     observations = pair_across_batches(observations, halves, groups, keep_ms)
@@ -106,9 +143,6 @@ def update_lag(
     cluster, group_id, topic, partition, ts, committed, lag = (
         observations[c].tolist() for c in (*keys, "ts", "committed", "lag")
     )
-    rows = _Rows(memberships, readings, events, lag_config.window_ms)
-    thresholds_for = _ThresholdsOf(lag_config, cluster_lag or {})
-
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         group_key, where = (cluster[start], group_id[start]), (topic[start], int(partition[start]))
         track = groups.setdefault(group_key, {}).setdefault(where, PartitionTracker())
@@ -123,12 +157,35 @@ def update_lag(
             track.commit(commit_ts, offset, thresholds_for((cluster_name, group)))
     rows.add_late_readings(groups, thresholds_for)
     rows.judge_at_log_readings(groups, thresholds_for)
-    group_rows = [
-        _group_row(key, groups[key], period, lag_config, rows, thresholds_for(key))
-        for key, period in rows.newest_period.items()
-    ]
-    _forget_silent(groups, memberships, watermark_ms, lag_config)
-    return _columns("lag_1m", rows.partition_rows), _columns("group_status", group_rows)
+    return rows
+
+
+def _last_judgement(
+    groups: dict[tuple[str, str], GroupTracks],
+    lag_config: LagConfig,
+    rows: _Rows,
+    thresholds_for: _ThresholdsOf,
+    group_key: tuple[str, str],
+) -> Row:
+    """The group's ordinary group_status row as of its newest observation (what was last known)."""
+    tracks = groups[group_key]
+    newest = max(track.last_ts_ms for track in tracks.values())
+    return _group_row(group_key, tracks, newest - newest % PERIOD_MS, lag_config, rows, thresholds_for(group_key))
+
+
+def _group_type(
+    memberships: dict[tuple[str, str], membership.GroupMembership], group_key: tuple[str, str]
+) -> str | None:
+    owned = memberships.get(group_key)
+    return owned.group_type if owned is not None else None
+
+
+def _replaced(table: str, rows: list[Row], newer: list[Row]) -> list[Row]:
+    """``rows`` without those that ``newer`` (later in the batch) rewrites, then ``newer``: one row
+    per key and batch, since rows of one batch share a version and newest-wins could not choose."""
+    key = itemgetter(*lake.table(table).key)
+    replaced = {key(row) for row in newer}
+    return [row for row in rows if key(row) not in replaced] + newer
 
 
 class _ThresholdsOf:
@@ -403,11 +460,15 @@ def _forget_silent(
     memberships: dict[tuple[str, str], membership.GroupMembership],
     watermark_ms: int,
     lag_config: LagConfig,
+    unreachable_clusters: set[str],
 ) -> None:
-    """Drop partitions not observed (or read) for two windows behind the watermark, then empty groups."""
+    """Drop partitions not observed (or read) for two windows behind the watermark, then empty
+    groups; a group of an unreachable cluster stays (it is ERR, not gone)."""
     oldest_ms = watermark_ms - 2 * lag_config.window_ms
     membership.forget_silent(memberships, oldest_ms)
     for group_key in list(groups):
+        if group_key[0] in unreachable_clusters:
+            continue
         tracks = groups[group_key]
         for where in [w for w, track in tracks.items() if track.last_seen_ms < oldest_ms]:
             del tracks[where]
