@@ -27,6 +27,7 @@ from dashboard import access, queries, state, ui  # noqa: E402
 
 PAGES = [
     st.Page("views/overview.py", title="Overview", icon=":material/monitor_heart:", default=True),
+    st.Page("views/clusters.py", title="All clusters", icon=":material/hub:"),
     st.Page("views/brokers.py", title="Brokers", icon=":material/dns:"),
     st.Page("views/topics.py", title="Topics", icon=":material/topic:"),
     st.Page("views/groups.py", title="Consumer groups", icon=":material/groups:"),
@@ -68,7 +69,7 @@ def main() -> None:
     st.sidebar.title("Lagwatch")
     if login:
         identity(ui.access())
-    state.sidebar_scope(_known_clusters(ctx.lake) or [], ctx.config.cluster.name)
+    state.sidebar_scope(ui.cluster_names(ctx, _known_clusters(ctx.lake) or []), ctx.config.cluster.name)
     navigation.run()
 
 

@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -306,6 +307,35 @@ WHERE cluster = $cluster AND window_start >= $start - INTERVAL 1 MINUTE AND wind
 ORDER BY time
 """
 
+#: The All clusters page: every cluster's groups, newest status each (not-OK ones are listed).
+SQL_ALL_GROUPS_LATEST = newest_rows(
+    "group_status",
+    "cluster, group_id, status, reason, total_lag, updated_at",
+    key="cluster, group_id",
+    where="window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end "
+    "AND updated_at >= $recent_start AND updated_at < $end",
+    newest_by="updated_at",
+)
+
+#: Every cluster's scrape targets, newest `up` each, and each cluster's newest metrics window.
+SQL_ALL_TARGETS_LATEST = f"""
+SELECT cluster, source, broker, client_id, arg_max_null("last", window_start) AS up
+FROM metrics_1m
+WHERE window_start >= $recent_start AND window_start < $end AND metric = '{UP}' AND source IN {_TARGETS}
+GROUP BY ALL
+"""
+
+SQL_ALL_NEWEST_DATA = """
+SELECT cluster, max(newest) AS newest FROM (
+  SELECT cluster, max(window_end) AS newest FROM metrics_1m
+  WHERE window_start >= $recent_start AND window_start < $end GROUP BY cluster
+  UNION ALL
+  SELECT cluster, max(updated_at) FROM group_status
+  WHERE window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end AND updated_at < $end
+  GROUP BY cluster
+) GROUP BY cluster
+"""
+
 SQL_ALERT_EVENTS = """
 SELECT ts, event, alertname, severity, incident_key, seq, labels, value, receiver, detail
 FROM alert_events_since($start) WHERE cluster = $cluster AND ts < $end
@@ -321,11 +351,13 @@ QUALIFY row_number() OVER (PARTITION BY incident_key ORDER BY ts DESC, seq DESC)
 ORDER BY ts DESC
 """
 
+#: The Spark job and the collectors serve every monitored cluster at once (their rows name the
+#: home cluster), so the pipeline's own progress and heartbeats are not filtered by the picked cluster.
 SQL_PIPELINE_LATEST = newest_rows(
     "pipeline_progress_since($latest_start)",
     "query, batch_id, ts, input_rows_per_s, processed_rows_per_s, batch_duration_ms, watermark, freshness_s",
     key="query",
-    where="cluster = $cluster AND ts < $end",
+    where="ts < $end",
     newest_by="ts",
     order_by="query",
 )
@@ -335,7 +367,7 @@ SELECT time_bucket(to_seconds($bucket_s), ts) AS time, query,
        avg(input_rows_per_s) AS input_rows_per_s, avg(processed_rows_per_s) AS processed_rows_per_s,
        avg(batch_duration_ms) AS batch_duration_ms, max(freshness_s) AS freshness_s
 FROM pipeline_progress_since($start)
-WHERE cluster = $cluster AND ts < $end
+WHERE ts < $end
 GROUP BY ALL ORDER BY time
 """
 
@@ -343,7 +375,8 @@ SQL_HEARTBEATS = f"""
 SELECT client_id AS collector, metric, arg_max_null("last", window_start) AS value,
        avg(rate_per_s) AS rate_per_s, max(window_end) AS last_seen
 FROM metrics_1m
-WHERE {_IN_RECENT} AND source = '{vocabulary.Source.HEARTBEAT}' AND metric IN {HEARTBEAT_METRICS}
+WHERE window_start >= $recent_start AND window_start < $end AND source = '{vocabulary.Source.HEARTBEAT}'
+  AND metric IN {HEARTBEAT_METRICS}
 GROUP BY ALL ORDER BY collector, metric
 """
 
@@ -477,6 +510,51 @@ def pipeline(lake: Lake, scope: Scope) -> Frames:
         }
 
 
+def all_clusters(lake: Lake, scope: Scope, configured: list[str]) -> Frames:
+    """The All clusters page: one row per cluster (``configured`` first, then any other in the
+    lake) and every cluster's groups that are not OK. ``scope.cluster`` is not used."""
+    with session(lake) as con:
+        p = scope.params()
+        groups = run(con, SQL_ALL_GROUPS_LATEST, **p)
+        targets = run(con, SQL_ALL_TARGETS_LATEST, **p)
+        newest_data = run(con, SQL_ALL_NEWEST_DATA, **p)
+    found = set(groups["cluster"]) | set(targets["cluster"]) | set(newest_data["cluster"])
+    names = [*configured, *sorted(str(name) for name in found - set(configured))]
+    not_ok = groups[groups["status"] != vocabulary.STATUS_ORDER[0]].copy()
+    not_ok["severity"] = [vocabulary.STATUS_SEVERITY.get(status, 0) for status in not_ok["status"]]
+    not_ok = not_ok.sort_values(["severity", "cluster", "group_id"], ascending=[False, True, True])
+    return {
+        "clusters": _cluster_rows(names, groups, targets, newest_data, scope.end),
+        "not_ok": not_ok.drop(columns="severity").reset_index(drop=True),
+    }
+
+
+def _cluster_rows(
+    names: list[str], groups: pd.DataFrame, targets: pd.DataFrame, newest_data: pd.DataFrame, end: dt.datetime
+) -> pd.DataFrame:
+    """Per cluster: its groups counted by status (a column per status), brokers and targets up
+    ("2 of 3"), and the age in seconds of its newest data (NaN: none in the recent slice)."""
+    counts = groups.groupby(["cluster", "status"]).size()
+    newest = dict(zip(newest_data["cluster"], newest_data["newest"], strict=True))
+    rows = []
+    for name in names:
+        mine = targets[targets["cluster"] == name]
+        brokers = mine[mine["source"].isin(_JMX) & mine["broker"].notna()]
+        row: dict[str, Any] = {"cluster": name}
+        row |= {status: int(counts.get((name, status), 0)) for status in vocabulary.STATUS_ORDER}
+        row["brokers_up"] = _up_of(brokers["up"])
+        row["targets_up"] = _up_of(mine["up"])
+        seen = newest.get(name)
+        row["data_age_s"] = (end - seen).total_seconds() if seen is not None and not pd.isna(seen) else math.nan
+        rows.append(row)
+    return pd.DataFrame(rows, columns=["cluster", *vocabulary.STATUS_ORDER, "brokers_up", "targets_up", "data_age_s"])
+
+
+def _up_of(up: pd.Series) -> str:
+    """'2 of 3': targets whose newest `up` is 1, of those that reported; '–' when none did."""
+    return f"{int((up >= 1).sum())} of {len(up)}" if len(up) else "–"
+
+
 def _groups_page(lake: Lake, scope: Scope) -> Frames:
     """What the groups page runs: the table, then the drill-down of the group with most lag."""
     frames = groups(lake, scope)
@@ -498,6 +576,7 @@ def _topics_page(lake: Lake, scope: Scope) -> Frames:
 #: page -> the loader(s) the page runs on a render; the benchmark times these.
 PAGE_LOADERS: dict[str, Callable[[Lake, Scope], Frames]] = {
     "overview": overview,
+    "clusters": partial(all_clusters, configured=[]),
     "brokers": brokers,
     "topics": _topics_page,
     "groups": _groups_page,

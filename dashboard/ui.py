@@ -129,21 +129,41 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R | None]:
     return wrapper
 
 
-def lake_page(body: Callable[[AppContext, queries.Scope], None]) -> None:
+def lake_page(body: Callable[[AppContext, queries.Scope], None], every_cluster: bool = False) -> None:
     """Run a page that reads the lake, as a live fragment: its scope captioned first, and while
-    the lake holds no data one sentence on how to fill it instead of a page of empty sections."""
+    the lake holds no data one sentence on how to fill it instead of a page of empty sections.
+    ``every_cluster``: the page shows all clusters, not the picked one (the caption says so)."""
 
     @guarded
     def render() -> None:
         ctx = context()
         page_scope = scope()
-        caption_scope(page_scope)
+        caption_scope(page_scope, every_cluster)
         if lake_is_empty(ctx.lake):
             empty(EMPTY_LAKE)
             return
         body(ctx, page_scope)
 
     live(render)()
+
+
+def cluster_names(ctx: AppContext, in_lake: list[str]) -> list[str]:
+    """The picker's clusters: every configured one (config order), then any other the lake holds."""
+    configured = [cluster.name for cluster in ctx.config.clusters]
+    return [*configured, *sorted(set(in_lake) - set(configured))]
+
+
+def no_jmx_targets_hint(ctx: AppContext, cluster: str, shows: str) -> str | None:
+    """Why the picked cluster has no broker metrics, when it is that it has no JMX targets (None: it has some)."""
+    configured = {entry.name: entry for entry in ctx.config.clusters}.get(cluster)
+    if configured is None:
+        return f"Cluster {cluster} is not in config.toml (its rows are in the lake): no JMX targets to show {shows}."
+    if configured.jmx.targets:
+        return None
+    return (
+        f"No JMX targets for cluster {cluster} in config.toml: add one `[[clusters.jmx.targets]]` per broker under its "
+        f"`[[clusters]]` entry (or `[[jmx.targets]]` beside `[cluster]`) to see {shows}."
+    )
 
 
 def lake_is_empty(lake: queries.Lake) -> bool:
@@ -283,9 +303,10 @@ def duration(seconds: float | None) -> str:
     return f"{secs}s"
 
 
-def caption_scope(scope: queries.Scope) -> None:
+def caption_scope(scope: queries.Scope, every_cluster: bool = False) -> None:
     zone = state.viewer_zone()
+    who = "**All clusters**" if every_cluster else f"Cluster **{scope.cluster}**"
     st.caption(
-        f"Cluster **{scope.cluster}** · {scope.start.astimezone(zone):%Y-%m-%d %H:%M} → "
+        f"{who} · {scope.start.astimezone(zone):%Y-%m-%d %H:%M} → "
         f"{scope.end.astimezone(zone):%Y-%m-%d %H:%M} ({zone}) · refreshes every {context().refresh_s:g} s"
     )

@@ -153,6 +153,8 @@ class StreamJob:
         from spark_jobs.session import build_session
 
         spark = build_session(self.config, archive_dir=self.paths.archives)
+        # One job serves every monitored cluster: its progress rows name the home cluster (whose
+        # servers carry the samples), and the dashboard shows them whichever cluster is picked.
         listener = self.listener = ProgressListener(self.paths.lake, self.config.cluster.name)
         spark.streams.addListener(listener)
         restore_signal_handlers = stop_on_signals(self.stopping, "stopping the queries")
@@ -276,7 +278,8 @@ def query_builders(spark: Any, config: Config, paths: JobPaths, available_now: b
     # covers retried produces for as long as the series lives, not just within the watermark.
     # A separate dropDuplicatesWithinWatermark would need a second watermark definition on the
     # same stream, which Spark refuses ("Redefining watermark is disallowed").
-    rolled = rollups(records, config.spark.watermark_s, lag_config=config.lag)
+    cluster_lag = {cluster.name: cluster.lag for cluster in config.clusters}
+    rolled = rollups(records, config.spark.watermark_s, lag_config=config.lag, cluster_lag=cluster_lag)
     writer = LakeWriter(paths.lake, ROLLUPS_QUERY, {t: partial(decode_table, table=t) for t in ROLLUP_TABLES})
     return {ROLLUPS_QUERY: partial(_start, rolled, ROLLUPS_QUERY, writer, config, paths, available_now)}
 

@@ -16,13 +16,17 @@ the samples topic a second time. So every record is routed once through one exch
 - a record that failed decoding (`error` set) goes to a bucket by its offset and comes out
   unchanged as a `dead_letters` row, touching no state. It has no event time, which leaves
   the watermark (the maximum event time) alone;
+- with lag analytics, the admin collector's `up` sample also comes to every bucket as a CLUSTER
+  copy: it is folded into the bucket's reachability state (``lag/reachability.py``), and a failed
+  admin cycle turns the bucket's groups of that cluster ERR (``lag/unreachable.py``), even in a
+  batch that carries no lag sample at all (the cluster being down, none comes);
+- with lag analytics, a topic's retention settings also come to every bucket as TOPIC copies:
+  they are kept in the bucket's topic settings (``lag/retention.py``), by which each partition's
+  retention margin is judged;
 - with lag analytics, a broker event sample (under-replicated partitions, ISR shrinks, …) also
   comes to every bucket as a BROKER copy: it is folded into the bucket's broker event state
   (``lag/broker_events.py``) before the lag update, and the reason of a group_status row that is
-  not OK names its cluster's broker events of the lag window;
-- with lag analytics, a topic's retention settings also come to every bucket as TOPIC copies:
-  they are kept in the bucket's topic settings (``lag/retention.py``), by which each partition's
-  retention margin is judged.
+  not OK names its cluster's broker events of the lag window.
 
 The output has one row per bucket and table: the table's name and its rows as an Arrow IPC
 stream (:func:`encode_parts`). In foreachBatch, :func:`decode_table` opens one table's rows:
@@ -45,7 +49,7 @@ from __future__ import annotations
 
 import json
 import pickle
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
@@ -57,7 +61,8 @@ import pyarrow.compute as pc
 from lagwatch import lake as lakelib
 from lagwatch.config import LagConfig
 from spark_jobs import packed, route, windows
-from spark_jobs.lag import broker_events, membership, retention, step
+from spark_jobs.lag import broker_events, membership, reachability, retention, step
+from spark_jobs.lag.rules import Outage
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
 
 if TYPE_CHECKING:
@@ -71,9 +76,16 @@ STATE_DDL = "blob binary"
 METRIC_INPUTS: tuple[str, ...] = ("sid", "ts", "value", "series_key")
 
 
-def rollups(routed: DataFrame, watermark_s: float, lag_config: LagConfig | None) -> DataFrame:
+def rollups(
+    routed: DataFrame,
+    watermark_s: float,
+    lag_config: LagConfig | None,
+    cluster_lag: Mapping[str, Mapping[str, float]] | None = None,
+) -> DataFrame:
     """Streaming rows for metrics_10s and metrics_1m, with a lag_config lag_1m and group_status,
-    and dead_letters for records that failed decoding.
+    and dead_letters for records that failed decoding. ``cluster_lag``: each monitored cluster's
+    threshold overrides by name (``[[clusters]] lag``), between LagConfig's defaults and
+    ``[lag.group_thresholds]``.
 
     ``routed`` is a ``route.ROUTED_DDL`` frame, routed with lag routing exactly when lag_config
     is set: what the Kafka source yields with routing on, or ``route.routed`` over packed samples.
@@ -88,7 +100,13 @@ def rollups(routed: DataFrame, watermark_s: float, lag_config: LagConfig | None)
     # operator's input, Spark tells the state function there is no watermark.
     watermarked = routed.withWatermark("event_time", f"{int(watermark_s * 1000)} milliseconds")
     return watermarked.groupBy("bucket").applyInPandasWithState(
-        partial(_rollup_bucket, size_ms=size_ms, delay_ms=int(watermark_s * 1000), lag_config=lag_config),
+        partial(
+            _rollup_bucket,
+            size_ms=size_ms,
+            delay_ms=int(watermark_s * 1000),
+            lag_config=lag_config,
+            cluster_lag=dict(cluster_lag or {}),
+        ),
         outputStructType=OUTPUT_DDL,
         stateStructType=STATE_DDL,
         outputMode="append",
@@ -111,6 +129,7 @@ def _rollup_bucket(
     size_ms: dict[str, int],
     delay_ms: int,
     lag_config: LagConfig | None,
+    cluster_lag: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Iterator[pd.DataFrame]:
     """applyInPandasWithState function: one bucket's metric series and groups, one batch."""
     cells = [cell for frame in batches for cell in frame["samples"]]
@@ -138,18 +157,19 @@ def _rollup_bucket(
         parts.append(("dead_letters", _dead_letter_rows(dead)))
     lag_samples = batch[(roles == route.LAG) | (roles == route.MEMBER)]
     broker_samples = batch.loc[roles == route.BROKER, list(METRIC_INPUTS)]
+    events = None
+    if lag_config is not None and not broker_samples.empty:
+        events = _broker_events(saved)
+        broker_events.fold(events, broker_samples, keep_ms=2 * lag_config.window_ms)
+        saved["broker_events"] = broker_events.encode(events)
     topic_samples = batch.loc[roles == route.TOPIC, list(METRIC_INPUTS)]
     settings = None
     if lag_config is not None and not topic_samples.empty:
         settings = _topic_settings(saved)
         retention.fold(settings, topic_samples)
         saved["topic_settings"] = retention.encode(settings)
-    events = None
-    if lag_config is not None and not broker_samples.empty:
-        events = _broker_events(saved)
-        broker_events.fold(events, broker_samples, keep_ms=2 * lag_config.window_ms)
-        saved["broker_events"] = broker_events.encode(events)
-    if lag_config is not None and not lag_samples.empty:
+    outages, unreachable_now = _fold_reachability(saved, batch, roles) if lag_config is not None else ({}, set())
+    if lag_config is not None and (not lag_samples.empty or outages):
         groups = step.decode_groups(saved["lag"]) if "lag" in saved else {}
         members = membership.decode(saved["membership"]) if "membership" in saved else {}
         if events is None and "broker_events" in saved:
@@ -157,7 +177,16 @@ def _rollup_bucket(
         if settings is None and "topic_settings" in saved:
             settings = _topic_settings(saved)
         partition_rows, group_rows = step.update_lag(
-            lag_samples, groups, members, lag_config, watermark_ms, events, settings
+            lag_samples,
+            groups,
+            members,
+            lag_config,
+            watermark_ms,
+            events,
+            settings=settings,
+            cluster_lag=cluster_lag,
+            outages=outages,
+            unreachable_clusters=unreachable_now,
         )
         saved["lag"], saved["membership"] = step.encode_groups(groups), membership.encode(members)
         parts += [("lag_1m", partition_rows), ("group_status", group_rows)]
@@ -167,8 +196,17 @@ def _rollup_bucket(
         yield encode_parts(parts)
 
 
-def _topic_settings(saved: dict[str, bytes]) -> retention.TopicSettings:
-    return retention.decode(saved["topic_settings"]) if "topic_settings" in saved else retention.TopicSettings()
+def _fold_reachability(
+    saved: dict[str, bytes], batch: pd.DataFrame, roles: np.ndarray
+) -> tuple[dict[str, Outage], set[str]]:
+    """The batch's CLUSTER copies (admin `up`) into the bucket's reachability state: (the clusters
+    whose newest admin cycle, read in this batch, failed; every cluster unreachable now)."""
+    state = reachability.decode(saved["reachability"]) if "reachability" in saved else {}
+    touched = reachability.fold(state, batch.loc[roles == route.CLUSTER, list(METRIC_INPUTS)])
+    if touched:
+        saved["reachability"] = reachability.encode(state)
+    down = reachability.outages(state)
+    return {name: outage for name, outage in down.items() if name in touched}, set(down)
 
 
 def _broker_events(saved: dict[str, bytes]) -> broker_events.BrokerEvents:
@@ -229,3 +267,7 @@ def decode_table(batch: pa.Table, table: str) -> pa.Table:
     blobs = pc.filter(batch["arrow"], pc.equal(batch["table"], table)).to_pylist()
     tables = [pa.ipc.open_stream(blob).read_all() for blob in blobs]
     return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def _topic_settings(saved: dict[str, bytes]) -> retention.TopicSettings:
+    return retention.decode(saved["topic_settings"]) if "topic_settings" in saved else retention.TopicSettings()

@@ -23,10 +23,14 @@ decides each record's bucket and role and packs each bucket's rows as one Arrow 
 - with lag routing, a topic's retention settings (``lagwatch.vocabulary.RETENTION_METRICS``) go
   to their series' bucket as metric samples AND, as TOPIC copies, to every bucket: every group
   reading the topic judges its retention margin by them (``lag/retention.py``). Three samples
-  per topic, sent when the collector reads them (a new topic, then every refresh), not every cycle.
+  per topic, sent when the collector reads them (a new topic, then every refresh), not every cycle;
+- with lag routing, the admin collector's ``up`` sample (one per cluster and cycle: 0 when the
+  cycle failed and read no offsets) goes to its series' bucket as a metric sample AND, as a
+  CLUSTER copy, to every bucket: a cluster that cannot be read turns every group of it ERR, and
+  its groups live in every bucket (``lag/reachability.py``).
 
 Each routed row also carries the newest event time of its samples (NULL when it holds only
-dead letters) and its record count (BROKER and TOPIC copies not counted: progress counts Kafka records
+dead letters) and its record count (BROKER, TOPIC and CLUSTER copies not counted: progress counts Kafka records
 by it): Spark's watermark is the maximum of that column, which equals the maximum over
 the samples, so the watermark is exactly what it was when every sample was a row.
 
@@ -49,22 +53,24 @@ import pyarrow.compute as pc
 import xxhash
 
 from lagwatch.membership import GROUP_METRICS, MEMBER_METRICS
-from lagwatch.vocabulary import BROKER_EVENT_METRICS, RETENTION_METRICS, TARGET_SOURCES, Source
+from lagwatch.vocabulary import BROKER_EVENT_METRICS, RETENTION_METRICS, TARGET_SOURCES, Source, require
 from spark_jobs import packed
 from spark_jobs.lag.pairing import LAG_METRICS, LAG_SOURCES
 from spark_jobs.schema import DEAD_LETTER_COLUMNS
 from spark_jobs.windows import SERIES_COLUMNS
 
+(UP_METRIC,) = require("up")
 #: Fixed for the life of a checkpoint (the state is keyed by bucket). Each bucket is one Python
 #: call per micro-batch doing vectorised work for all its series/groups.
 STATE_BUCKETS = 16
 #: Each row's role in the operator: a LAG sample feeds its group's lag state and, like a METRIC
 #: sample, its own metric windows; a MEMBER sample feeds only its group's membership state; a DEAD
 #: letter is written as it is; a BROKER copy of a broker event sample feeds its bucket's broker
-#: event state only; a TOPIC copy of a topic retention sample feeds its bucket's retention state only.
-METRIC, LAG, DEAD, MEMBER, BROKER, TOPIC = 0, 1, 2, 3, 4, 5
+#: event state only; a TOPIC copy of a topic retention sample feeds its bucket's retention state only;
+#: a CLUSTER copy of the admin collector's `up` sample feeds its bucket's cluster reachability state only.
+METRIC, LAG, DEAD, MEMBER, BROKER, TOPIC, CLUSTER = 0, 1, 2, 3, 4, 5, 6
 #: The roles of copies sent to every bucket (not counted as records: each is a copy of one).
-COPIES = (BROKER, TOPIC)
+COPIES = (BROKER, TOPIC, CLUSTER)
 #: A series that is copied to no bucket (SeriesRoutes.copy_role).
 NO_COPY = -1
 #: The rows one packed cell of the operator's input holds.
@@ -147,8 +153,8 @@ def route(samples: pa.Table, cluster: str | None, lag_routing: bool) -> pa.Recor
 
 def operator_rows(samples: pa.Table, cluster: str | None, lag_routing: bool) -> tuple[pa.Table, np.ndarray]:
     """(OPERATOR_SCHEMA rows, each row's bucket): the first ``samples.num_rows`` aligned with
-    ``samples``, then, with lag routing, STATE_BUCKETS copies (BROKER, TOPIC) of each broker event
-    and topic retention sample."""
+    ``samples``, then, with lag routing, STATE_BUCKETS copies (BROKER, TOPIC, CLUSTER) of each broker
+    event, topic retention and admin `up` sample."""
     samples = samples.combine_chunks()
     if cluster is not None:
         samples = samples.set_column(
@@ -188,7 +194,7 @@ def _with_copies(
     rows: pa.Table, buckets: np.ndarray, copied: np.ndarray, copy_role: np.ndarray
 ) -> tuple[pa.Table, np.ndarray]:
     """``rows`` and ``buckets`` followed by a copy of each row in ``copied`` for every bucket,
-    with the row's ``copy_role`` (BROKER or TOPIC) as its role."""
+    with the row's ``copy_role`` (BROKER, TOPIC or CLUSTER) as its role."""
     if not len(copied):
         return rows, buckets
     repeated = np.repeat(copied, STATE_BUCKETS)
@@ -207,7 +213,8 @@ class SeriesRoutes(NamedTuple):
     role: np.ndarray
     series_key: pa.Array
     #: the role of the series' copies to every bucket: BROKER for a broker event metric
-    #: (``lag/broker_events.py``), TOPIC for a topic retention setting (``lag/retention.py``), else NO_COPY
+    #: (``lag/broker_events.py``), TOPIC for a topic retention setting (``lag/retention.py``), CLUSTER
+    #: for a cluster's admin collector `up` (``lag/reachability.py``), else NO_COPY
     copy_role: np.ndarray
 
 
@@ -259,11 +266,12 @@ def _series_routes(series: pa.Table, lag_routing: bool) -> SeriesRoutes:
 
 def _copy_roles(series: pa.Table) -> np.ndarray:
     """BROKER for broker event series (cluster-wide or per broker, no topic), TOPIC for topic
-    retention settings, NO_COPY for the rest."""
+    retention settings, CLUSTER for the admin collector's `up`, NO_COPY for the rest."""
     no_topic = pc.is_null(series.column("topic")).to_numpy(zero_copy_only=False)
     roles = np.full(series.num_rows, NO_COPY, np.int8)
     roles[_selected(series, TARGET_SOURCES, BROKER_EVENT_METRICS) & no_topic] = BROKER
     roles[_selected(series, (Source.ADMIN.value,), RETENTION_METRICS, "topic")] = TOPIC
+    roles[_selected(series, (Source.ADMIN.value,), UP_METRIC)] = CLUSTER
     return roles
 
 

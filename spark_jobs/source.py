@@ -34,6 +34,8 @@ def python_source(spark: Any, config: Config) -> DataFrame:
         retries=config.spark.kafka_retries,
         read_timeout_s=config.spark.kafka_read_timeout_s,
         decode_max_bytes=config.spark.max_record_bytes,
+        # Samples carry their own cluster; only a record that cannot tell its own is put in the
+        # home cluster's (config.cluster: the first configured, whose servers carry the samples).
         route=(config.cluster.name, True),
     )
     return spark.readStream.format(kafka_source.SOURCE_NAME).options(**options).load()

@@ -82,8 +82,9 @@ def scrape_health(frame: pd.DataFrame) -> None:
 def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
     data = queries.brokers(ctx.lake, scope)
     if data["gauges"].empty and data["rates"].empty:
-        if not ctx.config.jmx.targets:
-            ui.empty("No JMX targets in config.toml: add one `[[jmx.targets]]` per broker to see broker metrics.")
+        hint = ui.no_jmx_targets_hint(ctx, scope.cluster, "broker metrics")
+        if hint is not None:
+            ui.empty(hint)
         else:
             ui.empty("No broker metrics in this range: is `lagwatch collect` reaching the JMX targets?")
     else:

@@ -20,11 +20,12 @@ def _gauge_sum(gauges: pd.DataFrame, metric: str) -> float | None:
     return float(rows["value"].sum()) if len(rows) else None
 
 
-def health_tiles(gauges: pd.DataFrame, ctx: ui.AppContext) -> None:
+def health_tiles(gauges: pd.DataFrame, ctx: ui.AppContext, cluster: str) -> None:
     up = gauges[gauges["metric"] == "up"]
     if gauges.empty:
-        if not ctx.config.jmx.targets:
-            ui.empty("No JMX targets in config.toml: add one `[[jmx.targets]]` per broker to see broker health.")
+        hint = ui.no_jmx_targets_hint(ctx, cluster, "broker health")
+        if hint is not None:
+            ui.empty(hint)
         else:
             ui.empty(
                 "No broker metrics in the last 10 minutes of this range: is `lagwatch collect` running and "
@@ -94,13 +95,14 @@ def freshness(progress: pd.DataFrame) -> None:
 def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
     data = queries.overview(ctx.lake, scope)
     st.subheader("Cluster health")
-    health_tiles(data["gauges"], ctx)
+    health_tiles(data["gauges"], ctx, scope.cluster)
     rates(data["cluster_rates"])
     st.subheader("Consumer groups")
     worst_groups(data["groups"])
     st.subheader("Alerts")
     firing(data["firing"])
     st.subheader("Pipeline")
+    st.caption("The Spark job serves every cluster: its freshness is the same whichever cluster is picked.")
     freshness(data["pipeline"])
 
 

@@ -86,6 +86,9 @@ def dead_letters(counts: pd.DataFrame, samples: pd.DataFrame) -> None:
 def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
     data = queries.pipeline(ctx.lake, scope)
     st.subheader("Collectors")
+    st.caption(
+        "Collectors and the Spark job serve every cluster: these two sections are not limited to the picked one."
+    )
     collectors(data["heartbeats"], ctx.config.collect.interval_s)
     st.subheader("Scrape targets")
     targets(data["scrape"])

@@ -10,20 +10,29 @@ import streamlit as st
 from dashboard import charts, state, ui
 from lagwatch import sql_guard
 
+#: `{cluster}` in an example becomes the picked cluster, as an SQL string literal.
 EXAMPLES = {
     "Groups, worst lag first": (
         "SELECT group_id, status, reason, total_lag, max_time_lag_s, updated_at\nFROM group_status\n"
+        "WHERE cluster = {cluster}\n"
         "QUALIFY row_number() OVER (PARTITION BY group_id ORDER BY updated_at DESC) = 1\n"
         "ORDER BY total_lag DESC\nLIMIT 20"
     ),
+    "Groups not OK, every cluster": (
+        "SELECT cluster, group_id, status, reason, updated_at\nFROM group_status\n"
+        "WHERE updated_at >= now() - INTERVAL 1 HOUR\n"
+        "QUALIFY row_number() OVER (PARTITION BY cluster, group_id ORDER BY updated_at DESC) = 1 AND status <> 'OK'\n"
+        "ORDER BY cluster, group_id"
+    ),
     "Total lag per minute, last hour": (
         "SELECT window_start, sum(lag) AS lag\nFROM lag_1m\n"
-        "WHERE window_start >= now() - INTERVAL 1 HOUR\nGROUP BY window_start\nORDER BY window_start"
+        "WHERE cluster = {cluster} AND window_start >= now() - INTERVAL 1 HOUR\nGROUP BY window_start\n"
+        "ORDER BY window_start"
     ),
     "Broker message rates, last hour": (
         "SELECT window_start, broker, rate_per_s\nFROM metrics_1m\n"
-        "WHERE metric = 'messages_in_total' AND topic IS NULL AND window_start >= now() - INTERVAL 1 HOUR\n"
-        "ORDER BY window_start"
+        "WHERE cluster = {cluster} AND metric = 'messages_in_total' AND topic IS NULL\n"
+        "  AND window_start >= now() - INTERVAL 1 HOUR\nORDER BY window_start"
     ),
     "Spark batches": "SELECT * FROM pipeline_progress ORDER BY ts DESC LIMIT 50",
     "Dead letters by error": "SELECT error, count(*) AS records FROM dead_letters GROUP BY error ORDER BY records DESC",
@@ -31,8 +40,14 @@ EXAMPLES = {
 }
 
 
+def example(name: str, cluster: str) -> str:
+    """The example's text for the picked cluster (quoted as an SQL string literal)."""
+    literal = "'" + cluster.replace("'", "''") + "'"
+    return EXAMPLES[name].replace("{cluster}", literal)
+
+
 def _use_example() -> None:
-    st.session_state["sql_text"] = EXAMPLES[st.session_state["sql_example"]]
+    st.session_state["sql_text"] = example(st.session_state["sql_example"], ui.scope().cluster)
 
 
 def downloads(frame: pd.DataFrame) -> None:
@@ -62,12 +77,15 @@ def render() -> None:
     st.caption(
         "Read-only: one SELECT (or WITH … SELECT, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN) over the views "
         f"{', '.join(['metrics_10s', 'metrics_1m', 'lag_1m', 'group_status', 'alert_events'])}, … "
-        "Times are stored in UTC."
+        "Times are stored in UTC. The examples read the picked cluster "
+        f"(**{ui.scope().cluster}**, column `cluster`); your own SQL reads what it names."
     )
     granted = ui.access()
     ui.read_only_note(granted, "running SQL")
     st.selectbox("Example queries", list(EXAMPLES), key="sql_example", on_change=_use_example, index=None)
-    sql = st.text_area("SQL", key="sql_text", height=160, placeholder=EXAMPLES["Groups, worst lag first"])
+    sql = st.text_area(
+        "SQL", key="sql_text", height=160, placeholder=example("Groups, worst lag first", ui.scope().cluster)
+    )
     clicked = st.button("Run", type="primary", disabled=not granted.can_act)
     if clicked and sql.strip() and not ui.refused(granted, "running SQL"):
         try:

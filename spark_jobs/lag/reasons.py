@@ -42,6 +42,20 @@ def format_number(value: float) -> str:
 # -- the rules' verdicts (spark_jobs/lag/rules.py) ---------------------------------------------------
 
 
+def _unreachable_since(cluster: str, since_ms: int) -> str:
+    return f"ERR: cluster {cluster} unreachable since {format_clock(since_ms)}: no offsets"
+
+
+def unreachable(cluster: str, since_ms: int, last_ms: int, committed: int, lag: int) -> str:
+    last = f"last observed at {format_clock(last_ms)} (committed offset {committed}, lag {lag} then)"
+    return f"{_unreachable_since(cluster, since_ms)}, {last}"
+
+
+def group_unreachable(cluster: str, since_ms: int, last_status: str, last_ms: int, last_total_lag: int) -> str:
+    last = f"last judged {last_status} at {format_clock(last_ms)} (total lag {last_total_lag} then)"
+    return f"{_unreachable_since(cluster, since_ms)}, {last}"
+
+
 def loss(committed: int, log_start: int) -> str:
     deleted = log_start - committed
     return f"LOSS: {deleted} records deleted unread (committed offset {committed} < log start {log_start})"

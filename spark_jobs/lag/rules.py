@@ -16,7 +16,7 @@ the membership rules are skipped and a time rule's reason says it was judged by 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
@@ -36,7 +36,9 @@ RISING_SHARE = 0.25
 
 @dataclass(frozen=True, slots=True)
 class Thresholds:
-    """The knobs one group is judged by: LagConfig defaults merged with its group_thresholds."""
+    """The knobs one group is judged by: the LagConfig defaults, then its cluster's `lag`
+    overrides ([[clusters]] ``lag``), then its own ``[lag.group_thresholds]`` entry: the
+    narrower statement wins, so one noisy group can be tuned inside a cluster-wide setting."""
 
     window_s: float
     window_ms: int
@@ -50,8 +52,9 @@ class Thresholds:
     warn_time_lag_s: float | None = None
 
     @classmethod
-    def for_group(cls, config: LagConfig, group_id: str) -> Thresholds:
-        overrides = config.group_thresholds.get(group_id, {})
+    def for_group(cls, config: LagConfig, group_id: str, cluster_lag: Mapping[str, float] | None = None) -> Thresholds:
+        """``cluster_lag``: the group's cluster's threshold overrides (None: the cluster sets none)."""
+        overrides = {**(cluster_lag or {}), **config.group_thresholds.get(group_id, {})}
         return cls(
             window_s=config.window_s,
             window_ms=config.window_ms,
@@ -83,6 +86,16 @@ class Membership:
 
 
 @dataclass(frozen=True, slots=True)
+class Outage:
+    """A cluster whose admin collector's newest cycle failed (`up` = 0): no offsets were read."""
+
+    cluster: str
+    #: The first failed cycle of the run, and the newest one (the judgement's time).
+    since_ms: int
+    at_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
     status: str
     rule: str
@@ -104,6 +117,8 @@ class Case:
     log_start: int | None
     membership: Membership | None
     thresholds: Thresholds
+    #: The group's cluster could not be read at the newest cycle (None: it was read).
+    outage: Outage | None = None
 
     @property
     def now_ms(self) -> int:
@@ -157,6 +172,13 @@ def _went_back(offsets: Sequence[int]) -> int:
 
 
 # -- one function per rule: the reason when it applies, else None ------------------------------------
+
+
+def unreachable(case: Case) -> str | None:
+    outage = case.outage
+    if outage is None:
+        return None
+    return reasons.unreachable(outage.cluster, outage.since_ms, case.now_ms, case.committed[-1], case.lag[-1])
 
 
 def loss(case: Case) -> str | None:
@@ -302,6 +324,11 @@ class Rule:
 
 #: The rules in order; the first whose check gives a reason wins.
 RULES: tuple[Rule, ...] = (
+    Rule("unreachable", "ERR", "the group's cluster could not be read: its admin collector's newest cycle failed "
+         "(`up` = 0), so no offsets came. Every known partition and group of that cluster is ERR as of that cycle, "
+         "its offsets, lag and rates NULL (the old lag is not current); the reason says since when and what was "
+         "last observed (the group's: its last status). Judging resumes with the next cycle that reads offsets",
+         unreachable),
     Rule("loss", "LOSS", "the committed offset is below the partition's log start: retention (or deleteRecords) "
          "deleted `log start − committed` records the group never read; the reason gives the count", loss),
     Rule("rewind", "REWIND", "commit log: a commit within the window is lower than the commit before it, even if "
@@ -326,9 +353,10 @@ RULES: tuple[Rule, ...] = (
          "the records produced meanwhile (the consumer reads at most 75 % of the produce rate), or it never fell and "
          "rose overall over a window spanning at least half of `window_s` (Burrow's rule, for a slow drift); at "
          "least `min_window_points` observations either way", lag_rising),
-    Rule("warn_lag", "WARN", "lag above the group's `warn_lag` in `[lag.group_thresholds]`", warn_lag),
-    Rule("warn_time_lag_s", "WARN", "time lag above the group's `warn_time_lag_s` in `[lag.group_thresholds]`",
-         warn_time_lag),
+    Rule("warn_lag", "WARN", "lag above the group's `warn_lag`: its entry in `[lag.group_thresholds]`, else its "
+         "cluster's `lag` in `[[clusters]]`", warn_lag),
+    Rule("warn_time_lag_s", "WARN", "time lag above the group's `warn_time_lag_s`: its entry in "
+         "`[lag.group_thresholds]`, else its cluster's `lag` in `[[clusters]]`", warn_time_lag),
     Rule("ok", "OK", "none of the above", no_rule),
 )  # fmt: skip
 
@@ -344,13 +372,15 @@ def judge(
     caught_up_ms: int = -1,
     log_start: int | None = None,
     membership: Membership | None = None,
+    outage: Outage | None = None,
 ) -> Verdict:
     """The first rule of RULES that applies.
 
     ``commits`` are the commit log's (commit ts, offset) lists in time order, empty without it;
     ``caught_up_ms`` is the newest observation with lag 0 (-1: none), where the time rules start;
     ``log_start`` the partition's newest log start offset (None: not read); ``membership`` the
-    coordinator's word in the newest observation's cycle (None: no reading).
+    coordinator's word in the newest observation's cycle (None: no reading); ``outage`` the
+    cluster's failed admin cycle when it could not be read (None: it was).
     """
     case = Case(
         window_ts,
@@ -364,6 +394,7 @@ def judge(
         log_start,
         membership,
         thresholds,
+        outage,
     )
     for rule in RULES:
         reason = rule.check(case)

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from functools import cache, partial
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -43,7 +44,7 @@ import pandas as pd
 from lagwatch import lake
 from lagwatch.config import LagConfig
 from lagwatch.vocabulary import GROUP_LOG_START_METRIC
-from spark_jobs.lag import broker_events, membership, retention
+from spark_jobs.lag import broker_events, membership, retention, unreachable
 from spark_jobs.lag.group import GroupFacts, summarize_group
 from spark_jobs.lag.pairing import (
     LAG_METRICS,
@@ -53,7 +54,7 @@ from spark_jobs.lag.pairing import (
     pair_in_batch,
     split_commits,
 )
-from spark_jobs.lag.rules import Membership, Thresholds
+from spark_jobs.lag.rules import Membership, Outage, Thresholds
 from spark_jobs.lag.tracker import PartitionReport, PartitionTracker
 from spark_jobs.windows import series_labels
 
@@ -84,16 +85,54 @@ def update_lag(
     lag_config: LagConfig,
     watermark_ms: int,
     events: broker_events.BrokerEvents | None = None,
+    cluster_lag: Mapping[str, Mapping[str, float]] | None = None,
+    outages: Mapping[str, Outage] | None = None,
+    unreachable_clusters: Collection[str] = (),
     settings: retention.TopicSettings | None = None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """Fold a batch into the groups' trackers and membership (in place); return (lag_1m, group_status)
     columns. ``events``: the bucket's broker events, named in the reason of a group that is not OK;
-    ``settings``: the bucket's topic retention settings, for each partition's retention margin."""
+    ``cluster_lag``: cluster name → its threshold overrides (``[[clusters]] lag``); ``outages``: the
+    clusters whose admin cycle failed in this batch, whose groups are ERR (``unreachable.py``);
+    ``unreachable_clusters``: every cluster unreachable now, whose groups stay in the state however
+    long they go unobserved (their ERR rows need them); ``settings``: the bucket's topic retention
+    settings, for each partition's retention margin."""
+    thresholds_for = _ThresholdsOf(lag_config, cluster_lag or {})
+    rows = _Rows(memberships, membership.BatchReadings(), events, lag_config.window_ms, settings)
+    if not samples.empty:
+        rows = _fold_samples(samples, groups, rows, thresholds_for)
+    group_rows = [
+        _group_row(key, groups[key], period, lag_config, rows, thresholds_for(key))
+        for key, period in rows.newest_period.items()
+    ]
+    partition_rows = rows.partition_rows
+    if outages:
+        lost_partitions, lost_groups = unreachable.rows(
+            groups,
+            outages,
+            lag_config.window_ms,
+            PERIOD_MS,
+            thresholds_for,
+            partial(_last_judgement, groups, lag_config, rows, thresholds_for),
+            partial(_group_type, memberships),
+        )
+        partition_rows = _replaced("lag_1m", partition_rows, lost_partitions)
+        group_rows = _replaced("group_status", group_rows, lost_groups)
+    _forget_silent(groups, memberships, watermark_ms, lag_config, set(unreachable_clusters))
+    return _columns("lag_1m", partition_rows), _columns("group_status", group_rows)
+
+
+def _fold_samples(
+    samples: pd.DataFrame, groups: dict[tuple[str, str], GroupTracks], rows: _Rows, thresholds_for: _ThresholdsOf
+) -> _Rows:
+    """The batch's lag and membership samples into the state (``rows.memberships``); the rows
+    (and reports) they make."""
+    lag_config = thresholds_for.lag_config
     metric = series_labels(samples["series_key"].to_numpy(), ("metric",))["metric"]
     is_start = metric == GROUP_LOG_START_METRIC  # per partition state, not a membership reading
     is_offset = np.isin(metric, LAG_METRICS) & ~is_start
     keep_ms = max(lag_config.window_ms, PERIOD_MS)
-    readings = membership.fold_readings(samples[~(is_offset | is_start)], memberships, keep_ms)
+    rows.readings = membership.fold_readings(samples[~(is_offset | is_start)], rows.memberships, keep_ms)
     cycle_samples, cycle_labels, commit_rows = split_commits(samples[is_offset])
     observations, halves = pair_in_batch(cycle_samples, cycle_labels)
     observations = pair_across_batches(observations, halves, groups, keep_ms)
@@ -106,12 +145,6 @@ def update_lag(
     cluster, group_id, topic, partition, ts, committed, lag = (
         observations[c].tolist() for c in (*keys, "ts", "committed", "lag")
     )
-    rows = _Rows(memberships, readings, events, lag_config.window_ms, settings)
-    thresholds_of: dict[str, Thresholds] = {}
-
-    def thresholds_for(group: str) -> Thresholds:
-        return thresholds_of.get(group) or thresholds_of.setdefault(group, Thresholds.for_group(lag_config, group))
-
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         group_key, where = (cluster[start], group_id[start]), (topic[start], int(partition[start]))
         track = groups.setdefault(group_key, {}).setdefault(where, PartitionTracker())
@@ -119,18 +152,62 @@ def update_lag(
         partition_commits = commits.pop((*group_key, *where), [])
         evidence = partial(rows.evidence, group_key, where)
         limits = rows.limits_of(group_key[0], where[0])
-        thresholds = thresholds_for(group_key[1])
-        for report in fold_observations(track, thresholds, observed, partition_commits, evidence, limits):
+        for report in fold_observations(
+            track, thresholds_for(group_key), observed, partition_commits, evidence, limits
+        ):
             rows.add_partition(group_key, where, report)
     for (cluster_name, group, topic_name, number), partition_commits in commits.items():  # no observation here
         track = groups.setdefault((cluster_name, group), {}).setdefault((topic_name, number), PartitionTracker())
         for commit_ts, offset in partition_commits:
-            track.commit(commit_ts, offset, thresholds_for(group))
+            track.commit(commit_ts, offset, thresholds_for((cluster_name, group)))
     rows.add_late_readings(groups, thresholds_for)
     rows.judge_at_log_readings(groups, thresholds_for)
-    group_rows = [_group_row(key, groups[key], period, lag_config, rows) for key, period in rows.newest_period.items()]
-    _forget_silent(groups, memberships, watermark_ms, lag_config)
-    return _columns("lag_1m", rows.partition_rows), _columns("group_status", group_rows)
+    return rows
+
+
+def _last_judgement(
+    groups: dict[tuple[str, str], GroupTracks],
+    lag_config: LagConfig,
+    rows: _Rows,
+    thresholds_for: _ThresholdsOf,
+    group_key: tuple[str, str],
+) -> Row:
+    """The group's ordinary group_status row as of its newest observation (what was last known)."""
+    tracks = groups[group_key]
+    newest = max(track.last_ts_ms for track in tracks.values())
+    return _group_row(group_key, tracks, newest - newest % PERIOD_MS, lag_config, rows, thresholds_for(group_key))
+
+
+def _group_type(
+    memberships: dict[tuple[str, str], membership.GroupMembership], group_key: tuple[str, str]
+) -> str | None:
+    owned = memberships.get(group_key)
+    return owned.group_type if owned is not None else None
+
+
+def _replaced(table: str, rows: list[Row], newer: list[Row]) -> list[Row]:
+    """``rows`` without those that ``newer`` (later in the batch) rewrites, then ``newer``: one row
+    per key and batch, since rows of one batch share a version and newest-wins could not choose."""
+    key = itemgetter(*lake.table(table).key)
+    replaced = {key(row) for row in newer}
+    return [row for row in rows if key(row) not in replaced] + newer
+
+
+class _ThresholdsOf:
+    """(cluster, group) → its Thresholds, built once per batch: defaults ← cluster ← group."""
+
+    def __init__(self, lag_config: LagConfig, cluster_lag: Mapping[str, Mapping[str, float]]) -> None:
+        self.lag_config = lag_config
+        self.cluster_lag = cluster_lag
+        self.built: dict[tuple[str, str], Thresholds] = {}
+
+    def __call__(self, group_key: tuple[str, str]) -> Thresholds:
+        found = self.built.get(group_key)
+        if found is None:
+            cluster, group = group_key
+            found = Thresholds.for_group(self.lag_config, group, self.cluster_lag.get(cluster))
+            self.built[group_key] = found
+        return found
 
 
 class _Rows:
@@ -145,14 +222,14 @@ class _Rows:
         settings: retention.TopicSettings | None = None,
     ) -> None:
         self.memberships = memberships
-        #: (cluster, topic) → its retention settings (None: not read), looked up once per batch.
-        self.limits_of: Callable[[str, str], retention.TopicLimits | None] = (
-            cache(settings.limits) if settings is not None else _no_limits
-        )
         self.readings = readings
         self.partition_rows: list[Row] = []
         self.broker_clause: Callable[[str, int], str | None] = (
             cache(partial(_broker_clause, events, window_ms)) if events is not None else _no_clause
+        )
+        #: (cluster, topic) → its retention settings (None: not read), looked up once per batch.
+        self.limits_of: Callable[[str, str], retention.TopicLimits | None] = (
+            cache(settings.limits) if settings is not None else _no_limits
         )
         self.newest_period: dict[tuple[str, str], int] = {}
         self.reports: dict[tuple[str, str, str, int], PartitionReport] = {}
@@ -178,7 +255,7 @@ class _Rows:
         self.reports[(*group_key, *where)] = report
 
     def add_late_readings(
-        self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: Callable[[str], Thresholds]
+        self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: Callable[[tuple[str, str]], Thresholds]
     ) -> None:
         """Rows again where this batch brought the readings of a cycle whose observation an
         earlier batch already wrote: the partition's owner, or the group's state and members."""
@@ -187,9 +264,7 @@ class _Rows:
                 track = groups.get(group_key, {}).get(where)
                 if track is not None and (*group_key, *where) not in self.reports and track.last_ts_ms in stamps:
                     evidence = self.evidence(group_key, where, track.last_ts_ms)
-                    report = track.report(
-                        thresholds_for(group_key[1]), evidence, self.limits_of(group_key[0], where[0])
-                    )
+                    report = track.report(thresholds_for(group_key), evidence, self.limits_of(group_key[0], where[0]))
                     self.add_partition(group_key, where, report)
         for group_key, stamps in self.readings.touched_groups.items():
             tracks = groups.get(group_key)
@@ -199,7 +274,7 @@ class _Rows:
                     self.newest_period[group_key] = newest - newest % PERIOD_MS
 
     def judge_at_log_readings(
-        self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: Callable[[str], Thresholds]
+        self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: Callable[[tuple[str, str]], Thresholds]
     ) -> None:
         """A group whose commit-log reading (a member left, the group went Empty) is newer than its
         newest observation is judged again as of that reading, and its group_status row written
@@ -211,7 +286,7 @@ class _Rows:
                 continue
             self.judged_at[group_key] = log_ts
             self.newest_period[group_key] = log_ts - log_ts % PERIOD_MS
-            thresholds = thresholds_for(group_key[1])
+            thresholds = thresholds_for(group_key)
             for where, track in tracks.items():
                 if track.window_ts:
                     evidence = self.evidence(group_key, where, log_ts)
@@ -335,13 +410,19 @@ def _partition_row(
     }
 
 
-def _group_row(group_key: tuple[str, str], tracks: GroupTracks, period: int, lag_config: LagConfig, rows: _Rows) -> Row:
+def _group_row(
+    group_key: tuple[str, str],
+    tracks: GroupTracks,
+    period: int,
+    lag_config: LagConfig,
+    rows: _Rows,
+    thresholds: Thresholds,
+) -> Row:
     """A group_status row: every partition seen within one window of the group's newest observation.
 
     Partitions observed in this batch use the report just made; the others are re-judged
     from their state (so a partition that went quiet still ages towards STOP).
     """
-    thresholds = Thresholds.for_group(lag_config, group_key[1])
     newest = max(max(track.last_ts_ms for track in tracks.values()), rows.judged_at.get(group_key, -1))
     recent_ms = newest - lag_config.window_ms
     owned = rows.memberships.get(group_key)
@@ -401,11 +482,15 @@ def _forget_silent(
     memberships: dict[tuple[str, str], membership.GroupMembership],
     watermark_ms: int,
     lag_config: LagConfig,
+    unreachable_clusters: set[str],
 ) -> None:
-    """Drop partitions not observed (or read) for two windows behind the watermark, then empty groups."""
+    """Drop partitions not observed (or read) for two windows behind the watermark, then empty
+    groups; a group of an unreachable cluster stays (it is ERR, not gone)."""
     oldest_ms = watermark_ms - 2 * lag_config.window_ms
     membership.forget_silent(memberships, oldest_ms)
     for group_key in list(groups):
+        if group_key[0] in unreachable_clusters:
+            continue
         tracks = groups[group_key]
         for where in [w for w, track in tracks.items() if track.last_seen_ms < oldest_ms]:
             del tracks[where]

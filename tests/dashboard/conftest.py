@@ -354,6 +354,47 @@ run_alerts = false
     return KnownLake(root=root, config_path=config_path, port=port, now=now, rows=rows)
 
 
+#: A second monitored cluster in the lake, down now: its admin collector's newest cycle failed.
+SECOND_CLUSTER = "prod-eu"
+#: A configured cluster that has written nothing yet.
+QUIET_CLUSTER = "staging"
+#: prod-eu's groups: orders-app (ERR: the cluster cannot be read) shares its id with test-cluster's.
+SECOND_GROUPS = {"orders-app": "ERR", "payments-app": "OK"}
+
+
+def add_second_cluster(lake: KnownLake) -> None:
+    """Rows of prod-eu beside test-cluster's (same group id, other statuses), and a config of
+    three [[clusters]]: test-cluster (with its JMX target), prod-eu and staging (none)."""
+    from tests.fixtures import lake_rows
+
+    lake_dir = lake.root / "lake"
+    ts = (lake.now - dt.timedelta(minutes=1)).timestamp()
+    for group, status in SECOND_GROUPS.items():
+        values = {"total_lag": None} if status == "ERR" else {"total_lag": 12, "partitions": 1}
+        lake_rows.group_status(lake_dir, ts, group, status, cluster=SECOND_CLUSTER, **values)
+    lake_rows.metric(lake_dir, ts, "up", 0.0, cluster=SECOND_CLUSTER, source="admin")
+    lake_rows.metric(lake_dir, ts, "up", 1.0, cluster=SECOND_CLUSTER, broker="7")
+    lakelib.write_views_file(lake_dir, lake.root / "lagwatch.duckdb")
+    text = lake.config_path.read_text()
+    text = text.replace(
+        f'[cluster]\nname = "{CLUSTER}"\nbootstrap_servers = "127.0.0.1:9"\n',
+        f'[[clusters]]\nname = "{CLUSTER}"\nbootstrap_servers = "127.0.0.1:9"\n'
+        '[[clusters.jmx.targets]]\nbroker = "1"\nhost = "127.0.0.1"\nport = 9999\n\n'
+        f'[[clusters]]\nname = "{SECOND_CLUSTER}"\nbootstrap_servers = "127.0.0.1:19"\n\n'
+        f'[[clusters]]\nname = "{QUIET_CLUSTER}"\nbootstrap_servers = "127.0.0.1:29"\n',
+    )
+    text = text.replace('[[jmx.targets]]\nbroker = "1"\nhost = "127.0.0.1"\nport = 9999\n', "")
+    assert text.count("[[clusters]]") == 3 and "[[jmx.targets]]" not in text, text
+    lake.config_path.write_text(text)
+
+
+@pytest.fixture
+def two_clusters(known_lake: KnownLake) -> KnownLake:
+    """The known lake with prod-eu's rows beside it, configured as [[clusters]] (with staging)."""
+    add_second_cluster(known_lake)
+    return known_lake
+
+
 @pytest.fixture
 def known_lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KnownLake:
     """The lake above, with $LAGWATCH_CONFIG pointing the dashboard at it."""

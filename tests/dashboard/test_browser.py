@@ -212,3 +212,51 @@ def test_backtest_panel_replays_a_default_rule(known_lake: KnownLake, dashboard_
             _check_and_shoot(page, "alerts-backtest", artifacts_dir)
         finally:
             browser.close()
+
+
+@pytest.mark.slow
+def test_all_clusters_page_and_the_cluster_picker_in_chromium(
+    two_clusters: KnownLake, dashboard_url: str, artifacts_dir: Path
+) -> None:
+    """The All clusters page names both clusters' not-OK groups with their cluster (prod-eu's
+    orders-app ERR, test-cluster's orders-app STALL: one group id, two clusters), with no raw
+    None; picking prod-eu scopes the groups page to prod-eu's groups."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.dashboard.conftest import CLUSTER, SECOND_CLUSTER, SECOND_GROUPS
+
+    home = group_status(two_clusters)
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = _page(browser, f"{dashboard_url}/clusters")
+            page.get_by_text("Groups not OK, every cluster").wait_for(timeout=RENDER_TIMEOUT_MS)
+            cells = _cell_texts(page)
+            assert {CLUSTER, SECOND_CLUSTER} <= set(cells), cells
+            rows = page.get_by_test_id("stDataFrame").last.locator("[role=row]")
+            texts = [
+                " | ".join(t.strip() for t in row.locator("[role=gridcell]").all_text_contents()) for row in rows.all()
+            ]
+            for cluster, group, status in [
+                *((CLUSTER, g, s) for g, s in zip(home["group_id"], home["status"], strict=True) if s != "OK"),
+                *((SECOND_CLUSTER, g, s) for g, s in SECOND_GROUPS.items() if s != "OK"),
+            ]:
+                assert any(t.startswith(f"{cluster} | {group} | {status}") for t in texts), (cluster, group, texts)
+            assert "None" not in cells and "nan" not in cells, cells
+            _check_and_shoot(page, "all-clusters", artifacts_dir)
+
+            page.goto(f"{dashboard_url}/groups")
+            _metric(page, "Total lag (messages)")
+            sidebar = page.get_by_test_id("stSidebar")
+            sidebar.get_by_test_id("stSelectbox").filter(has_text="Cluster").click()
+            page.get_by_role("option", name=SECOND_CLUSTER).click()
+            page.wait_for_url(f"**cluster={SECOND_CLUSTER}**", timeout=RENDER_TIMEOUT_MS)
+            page.get_by_text(f"Cluster {SECOND_CLUSTER}").first.wait_for(timeout=RENDER_TIMEOUT_MS)
+            page.wait_for_timeout(1500)
+            groups_cells = set(_cell_texts(page))
+            assert set(SECOND_GROUPS) <= groups_cells, groups_cells
+            assert not set(home["group_id"]) - set(SECOND_GROUPS) & groups_cells, "test-cluster's groups shown"
+            assert "ERR" in groups_cells
+            _check_and_shoot(page, "groups-prod-eu", artifacts_dir)
+        finally:
+            browser.close()

@@ -77,6 +77,28 @@ def test_group_thresholds_name_the_threshold():
     assert other.status == "OK"
 
 
+def test_thresholds_come_from_the_defaults_then_the_cluster_then_the_group():
+    config = LagConfig(stop_after_s=30, group_thresholds={"tuned": {"warn_lag": 10}})
+    cluster_lag = {"warn_lag": 500, "stop_after_s": 90, "warn_time_lag_s": 20}
+    plain = Thresholds.for_group(config, "tuned")
+    assert (plain.warn_lag, plain.stop_after_s, plain.warn_time_lag_s) == (10, 30, None)
+    tuned = Thresholds.for_group(config, "tuned", cluster_lag)
+    assert (tuned.warn_lag, tuned.stop_after_s, tuned.warn_time_lag_s) == (10, 90, 20), "the group's own entry wins"
+    other = Thresholds.for_group(config, "other", cluster_lag)
+    assert (other.warn_lag, other.stop_after_s, other.warn_time_lag_s) == (500, 90, 20)
+
+
+def test_a_cluster_s_lag_thresholds_judge_its_groups():
+    observations = [(0, 100, 60), (15, 200, 60), (30, 300, 60)]
+    thresholds = Thresholds.for_group(LagConfig(), "g", {"warn_lag": 50})
+    tracker = PartitionTracker()
+    for ts_s, committed, lag in observations:
+        tracker.observe(ts_s * 1000, committed, lag, thresholds, PERIOD_MS)
+    report = tracker.report(thresholds)
+    assert (report.status, report.rule, report.reason) == ("WARN", "warn_lag", "WARN: lag 60 > warn_lag 50")
+    assert track(observations).status == "OK", "without the cluster's threshold the same partition is OK"
+
+
 def test_unknown_threshold_key_is_a_config_error():
     with pytest.raises(ConfigError, match="warn_lagg"):
         parse_config({"lag": {"group_thresholds": {"g": {"warn_lagg": 5}}}}, environ={})
