@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lagwatch.broker import TANSU_PRODUCER_SETTINGS, EmbeddedBroker
-from lagwatch.config import Config, ConfigError
+from lagwatch.config import ClusterConfig, Config, ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -25,9 +25,13 @@ class KafkaUnreachable(RuntimeError):
     """The named bootstrap servers did not answer."""
 
 
-def cluster_client_config(config: Config) -> dict[str, Any]:
-    """Settings for clients of the monitored cluster (admin collector, demo)."""
-    return {"bootstrap.servers": config.cluster.bootstrap_servers, **config.cluster.client}
+def cluster_client_config(config: Config, cluster: ClusterConfig | None = None) -> dict[str, Any]:
+    """Settings for clients of one monitored cluster (admin collector, demo): `cluster`, else the
+    home cluster (`config.cluster`, the first one, which also runs the demo and carries the
+    samples when `[transport]` is empty). Each cluster has its own servers and client settings
+    (secrets from LAGWATCH_CLUSTER_<NAME>_*, merged in by the config loader)."""
+    chosen = cluster or config.cluster
+    return {"bootstrap.servers": chosen.bootstrap_servers, **chosen.client}
 
 
 def transport_client_config(config: Config) -> dict[str, Any]:
@@ -49,16 +53,18 @@ def producer_config(config: Config) -> dict[str, Any]:
     return settings
 
 
-def check_reachable(settings: dict[str, Any], timeout_s: float = 10.0) -> None:
-    """Fail fast with the bootstrap servers named, instead of a silent librdkafka retry loop."""
+def check_reachable(settings: dict[str, Any], timeout_s: float = 10.0, *, cluster: str | None = None) -> None:
+    """Fail fast with the bootstrap servers (and the cluster, when given) named, instead of a
+    silent librdkafka retry loop."""
     from confluent_kafka.admin import AdminClient
 
     admin = AdminClient({**settings, "log_level": 0})
     try:
         admin.list_topics(timeout=timeout_s)
     except Exception as exc:
+        who = f"cluster {cluster!r}: " if cluster else ""
         raise KafkaUnreachable(
-            f"Kafka at {settings.get('bootstrap.servers')!r} did not answer within {timeout_s:.0f} s ({exc})"
+            f"{who}Kafka at {settings.get('bootstrap.servers')!r} did not answer within {timeout_s:.0f} s ({exc})"
         ) from None
 
 
@@ -134,7 +140,10 @@ def ensure_internal_topic(config: Config, topic: str, partitions: int) -> None:
 
 
 def use_embedded_broker(config: Config, bootstrap_servers: str) -> None:
-    """Point the config at a running embedded tansu and apply its producer workaround."""
+    """Point the config at a running embedded tansu and apply its producer workaround.
+
+    Only the one-cluster form gets here: `[[clusters]]` entries must name their servers, so the
+    embedded demo broker is never one of many clusters."""
     config.cluster.bootstrap_servers = bootstrap_servers
     if not config.transport.bootstrap_servers:
         for key, value in TANSU_PRODUCER_SETTINGS.items():
