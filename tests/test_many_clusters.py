@@ -10,6 +10,7 @@ cluster nothing: its cycles stay on time and complete.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import re
 import signal
@@ -156,6 +157,37 @@ def test_an_unreachable_cluster_at_start_is_logged_and_the_others_are_collected(
     samples = read_samples(broker.bootstrap_servers, samples_topic, expect_at_least=10)
     assert lags_by_cluster(samples, group) == {"home": expected_lag("home")}
     assert up_by_target(samples) == {("home", "admin"): 1.0, ("gone", "admin"): 0.0}
+
+
+def up_row(cluster: str, at: Any, source: str, value: float, broker: str | None = None) -> dict[str, Any]:
+    """A metrics_1m row of a target's `up`, as the Spark job rolls it up."""
+    stats = {"samples": 4, "min": value, "max": value, "avg": value, "first": value, "last": value}
+    return {"cluster": cluster, "window_start": at, "window_end": at + dt.timedelta(minutes=1), "source": source,
+            "metric": "up", "kind": "gauge", "broker": broker, **stats, "rate_per_s": None, "version": 1}  # fmt: skip
+
+
+def test_status_shows_every_cluster_answering_or_not_with_its_targets(broker: RealKafkaBroker, tmp_path: Path) -> None:
+    nowhere = f"127.0.0.1:{free_port()}"
+    lake = tmp_path / "lake"
+    now = lakelib.utc_now().replace(second=0, microsecond=0)
+    write_lake(lake, {"metrics_1m": [
+        up_row("home", now, "admin", 1.0), up_row("home", now, "jmx", 0.0, broker="2"),
+        up_row("gone", now - dt.timedelta(minutes=1), "admin", 1.0), up_row("gone", now, "admin", 0.0),
+    ]})  # fmt: skip
+    config = many_clusters_config(
+        tmp_path / "config.toml",
+        [Cluster("home", broker)],
+        {"lake": {"path": str(lake), "duckdb_path": str(tmp_path / "lagwatch.duckdb")}},
+    )
+    config.write_text(config.read_text() + f'[[clusters]]\nname = "gone"\nbootstrap_servers = "{nowhere}"\n')
+
+    proc = run_lagwatch(config, "status")
+
+    lines = {line.split()[1]: line for line in proc.stdout.splitlines() if line.startswith("cluster ")}
+    assert set(lines) == {"home", "gone"}, proc.stdout
+    assert broker.bootstrap_servers in lines["home"] and "answering; targets up 1, down 1 (broker-2)" in lines["home"]
+    assert nowhere in lines["gone"] and "NOT ANSWERING; targets up 0, down 1 (admin)" in lines["gone"]
+    assert "not running" in proc.stdout and proc.returncode == 1, "no stack was started"
 
 
 INTERVAL_S, TIMEOUT_S = 4.0, 3.0
