@@ -40,7 +40,7 @@ def with_rules_file(config: Config, path: str) -> Config:
     unknown = sorted(set(data) - {"alerts"})
     if unknown:
         raise ConfigError(f"invalid rules file {path}:\n  {', '.join(unknown)}: unknown key (only [alerts] is read)")
-    merged = config.model_dump(by_alias=True, exclude={"source_path"})
+    merged = _as_written(config)
     merged["alerts"].update(data.get("alerts", {}))
     result = parse_config(merged, path, environ={})
     result.source_path = config.source_path
@@ -49,6 +49,19 @@ def with_rules_file(config: Config, path: str) -> Config:
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     return result
+
+
+def _as_written(config: Config) -> dict[str, Any]:
+    """The config as a mapping `parse_config` reads back as the same config: loading made
+    `cluster` and `clusters` both complete (and merged `[[jmx.targets]]` into the cluster), so
+    the dump keeps one form of the two, as a file would."""
+    data = config.model_dump(by_alias=True, exclude={"source_path"})
+    if len(config.clusters) == 1:
+        del data["clusters"]
+        data["jmx"]["targets"] = []  # already in cluster.jmx.targets
+    else:
+        del data["cluster"]
+    return data
 
 
 def chosen_rules(rules: list[CompiledRule], names: list[str] | None) -> list[str]:

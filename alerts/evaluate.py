@@ -33,7 +33,7 @@ import json
 import logging
 import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -259,12 +259,17 @@ def _snapshot_columns(rules: list[CompiledRule]) -> str:
     return ", ".join(f'"{name}"' for name in sorted(names))
 
 
-def _snapshot_where(table: str, rules: list[CompiledRule]) -> str:
-    """The rows of `table` any step in [$since, $until] can read, for these rules (a key-column filter)."""
+def _snapshot_where(table: str, rules: list[CompiledRule], clusters: Sequence[str]) -> str:
+    """The rows of `table` any step in [$since, $until] can read, for these rules (a key-column filter).
+
+    Every monitored cluster's rows (a literal list, so it goes down into the Parquet scan like
+    `series_filter`'s); a cluster the lake still holds but the config no longer names is left out.
+    """
     source = rules[0].source
     time_col = source.time_column
     lookback = max(r.lookback_s for r in rules)
-    where = f"cluster = $cluster AND {time_col} <= $until AND {time_col} > $since - to_seconds({lookback!r})"
+    in_clusters = f"cluster IN ({', '.join(_literal(c) for c in clusters)})"
+    where = f"{in_clusters} AND {time_col} <= $until AND {time_col} > $since - to_seconds({lookback!r})"
     if source.prune_column:
         where += f" AND {source.prune_column} > $since - to_seconds({lookback + source.prune_slack_s!r})"
     if table in METRIC_TABLES:
@@ -273,9 +278,9 @@ def _snapshot_where(table: str, rules: list[CompiledRule]) -> str:
     return where
 
 
-def _snapshot_sql(table: str, rules: list[CompiledRule], only: str = "") -> str:
+def _snapshot_sql(table: str, rules: list[CompiledRule], clusters: Sequence[str], only: str = "") -> str:
     columns = _snapshot_columns(rules)
-    where = _snapshot_where(table, rules) + (f" AND {only}" if only else "")
+    where = _snapshot_where(table, rules, clusters) + (f" AND {only}" if only else "")
     return f"CREATE OR REPLACE TEMP TABLE {snapshot_name(table)} AS SELECT {columns} FROM {table} WHERE {where}"
 
 
@@ -345,7 +350,7 @@ class Evaluator:
     def __init__(self, config: Config, rules: list[CompiledRule]) -> None:
         self.rules = rules
         self.every_s = config.alerts.evaluate_every_s
-        self._cluster = config.cluster.name
+        self._clusters = [cluster.name for cluster in config.clusters]
         self.lake = config.resolve_path(config.lake.path)
         self._duckdb = config.resolve_path(config.lake.duckdb_path)
         self._con: Any = None
@@ -371,15 +376,15 @@ class Evaluator:
         by_table: dict[str, list[CompiledRule]] = {}
         for rule in self.rules:
             by_table.setdefault(rule.source.table, []).append(rule)
-        params = {"since": _utc(since), "until": _utc(until), "cluster": self._cluster}
+        params = {"since": _utc(since), "until": _utc(until)}
         for table, rules in by_table.items():
             only = ""
             if all(one_series_per_alert(r) for r in rules):
                 may_pass = " OR ".join(sorted({may_pass_sql(r) for r in rules}))
-                where = f"{_snapshot_where(table, rules)} AND ({may_pass})"
+                where = f"{_snapshot_where(table, rules, self._clusters)} AND ({may_pass})"
                 labels = [f'"{c}"' for c in rules[0].source.series if c != "cluster"]
                 only = series_filter(self.connection(), lake_files(self.lake, table), where, params, labels)
-            self.connection().execute(_snapshot_sql(table, rules, only), params)
+            self.connection().execute(_snapshot_sql(table, rules, self._clusters, only), params)
 
     def timelines(self, grid: Grid, strict: bool = False) -> list[Timeline]:
         """Every rule's true conditions over `grid`, read from the rows `load` copied.

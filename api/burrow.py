@@ -45,12 +45,16 @@ def cluster_list(snap: Snapshot, path: str) -> tuple[int, Body]:
     return _ok(path, "cluster list returned", clusters=snap.clusters)
 
 
-def cluster_detail(snap: Snapshot, path: str, cluster: str, servers: list[str], refresh_s: float) -> tuple[int, Body]:
+def cluster_detail(
+    snap: Snapshot, path: str, cluster: str, servers: dict[str, list[str]], refresh_s: float
+) -> tuple[int, Body]:
+    """`servers`: each configured cluster's bootstrap servers; a cluster only the lake still knows
+    (since removed from the config) has none."""
     if cluster not in snap.clusters:
         return error(path, 404, "cluster module not found")
     module = {
         "class-name": "kafka",
-        "servers": servers if cluster == snap.configured_cluster else [],
+        "servers": servers.get(cluster, []),
         "client-profile": {"name": "lagwatch", "client-id": "lagwatch", "kafka-version": "", "tls": None, "sasl": None},
         "topic-refresh": int(refresh_s),
         "offset-refresh": int(refresh_s),

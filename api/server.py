@@ -46,7 +46,7 @@ def make_cache(config: Config) -> SnapshotCache:
             commit_window=dt.timedelta(seconds=config.lag.window_s),
             started=started,
         )
-        return read_snapshot(lake, views, window, config.cluster.name)
+        return read_snapshot(lake, views, window, [cluster.name for cluster in config.clusters])
 
     return SnapshotCache(read, config.api.cache_s, config.api.max_series)
 
@@ -68,7 +68,7 @@ def _streamed(body: bytes, media_type: str) -> Response:
 
 
 def build_app(config: Config, cache: SnapshotCache) -> Starlette:
-    servers = [s for s in config.cluster.bootstrap_servers.split(",") if s]
+    servers = {cluster.name: [s for s in cluster.bootstrap_servers.split(",") if s] for cluster in config.clusters}
     refresh_s = config.collect.interval_s
 
     async def current() -> Current | None:

@@ -13,6 +13,7 @@ import datetime as dt
 import re
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -138,7 +139,9 @@ class Snapshot:
     dead_letters: dict[str, int]
     #: lag_1m columns named retention_margin* (present only once the lake carries them).
     retention_columns: list[str]
-    configured_cluster: str
+    #: Every configured cluster, listed even before the lake has a row of it (as Burrow lists its
+    #: configured clusters); the first is the home cluster.
+    configured_clusters: tuple[str, ...]
     by_group: dict[tuple[str, str], list[dict[str, Any]]] = field(default_factory=dict)
     memo: dict[Any, Any] = field(default_factory=dict)
 
@@ -152,7 +155,7 @@ class Snapshot:
 
     @property
     def clusters(self) -> list[str]:
-        names = {self.configured_cluster}
+        names = set(self.configured_clusters)
         names.update(c for c, _ in self.by_group)
         names.update(c for c, _ in self.topic_offsets)
         return sorted(names)
@@ -201,7 +204,7 @@ def _topic_offsets(
     return dict(offsets)
 
 
-def read_snapshot(lake: Path, views: Path, window: ReadWindow, configured_cluster: str) -> Snapshot:
+def read_snapshot(lake: Path, views: Path, window: ReadWindow, configured_clusters: Sequence[str]) -> Snapshot:
     """One pass over the lake's newest rows (one read-only connection to `views`, closed before returning)."""
     started = time.perf_counter()
     params = window.params()
@@ -231,5 +234,5 @@ def read_snapshot(lake: Path, views: Path, window: ReadWindow, configured_cluste
         collectors=collectors,
         dead_letters=dead,
         retention_columns=retention,
-        configured_cluster=configured_cluster,
+        configured_clusters=tuple(configured_clusters),
     )

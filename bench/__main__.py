@@ -20,6 +20,7 @@ from bench.common import Result, format_table, run_module
 #: area -> module exposing run() -> list[Result]
 BENCHMARKS: dict[str, str] = {
     "admin collector": "bench.bench_admin",
+    "many clusters": "bench.bench_clusters",
     "membership": "bench.bench_membership",
     "commit log": "bench.bench_commit_log",
     "jmx collector": "bench.bench_jmx",

@@ -58,16 +58,16 @@ def topic_name(index: int) -> str:
     return f"bench-admin-{index:03d}"
 
 
-def create_topics(admin: AdminClient) -> None:
-    futures = admin.create_topics([NewTopic(topic_name(i), PARTITIONS, 1) for i in range(TOPICS)])
+def create_topics(admin: AdminClient, topics: int = TOPICS) -> None:
+    futures = admin.create_topics([NewTopic(topic_name(i), PARTITIONS, 1) for i in range(topics)])
     for future in futures.values():
         future.result(30)
 
 
-def produce_records(bootstrap: str, last_alone: bool) -> None:
+def produce_records(bootstrap: str, last_alone: bool, topics: int = TOPICS) -> None:
     """Batched records; with `last_alone` (tansu) the last record of each partition in a batch of its own."""
     batched = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all"})
-    for index in range(TOPICS):
+    for index in range(topics):
         for partition in range(PARTITIONS):
             for _ in range(RECORDS_PER_PARTITION - (1 if last_alone else 0)):
                 batched.produce(topic_name(index), b"x" * 32, partition=partition)
@@ -89,20 +89,20 @@ def group_name(group: int) -> str:
     return f"bench-group-{group:05d}"
 
 
-def group_offsets(group: int) -> list[TopicPartition]:
-    """Group g commits on all partitions of topic g % TOPICS, at offsets giving lags 0..49."""
+def group_offsets(group: int, topics: int = TOPICS) -> list[TopicPartition]:
+    """Group g commits on all partitions of topic g % topics, at offsets giving lags 0..49."""
     return [
-        TopicPartition(topic_name(group % TOPICS), p, (group + p) % RECORDS_PER_PARTITION + 1)
+        TopicPartition(topic_name(group % topics), p, (group + p) % RECORDS_PER_PARTITION + 1)
         for p in range(PARTITIONS)
     ]
 
 
-def commit_groups(admin: AdminClient, groups: list[int]) -> None:
+def commit_groups(admin: AdminClient, groups: list[int], topics: int = TOPICS) -> None:
     """alter_consumer_group_offsets for `groups`, SETUP_IN_FLIGHT requests at a time."""
     in_flight: list[Future[Any]] = []
     started = time.monotonic()
     for done_count, group in enumerate(groups, 1):
-        request = [ConsumerGroupTopicPartitions(group_name(group), group_offsets(group))]
+        request = [ConsumerGroupTopicPartitions(group_name(group), group_offsets(group, topics))]
         in_flight.append(admin.alter_consumer_group_offsets(request)[group_name(group)])
         if len(in_flight) >= SETUP_IN_FLIGHT:
             done, pending = wait(in_flight, return_when="FIRST_COMPLETED")
@@ -119,21 +119,21 @@ def listed_groups(admin: AdminClient) -> set[str]:
     return {listing.group_id for listing in admin.list_consumer_groups(request_timeout=60).result(90).valid or []}
 
 
-def commit_every_group(admin: AdminClient) -> None:
-    """100,000 committed offsets, checked by reading the group list back.
+def commit_every_group(admin: AdminClient, groups: int = GROUPS, topics: int = TOPICS) -> None:
+    """Every group's committed offsets (100,000 by default), checked by reading the group list back.
 
     The first commit creates __consumer_offsets. A real broker that is still loading those
     partitions may acknowledge a commit and then lose it (docs/admin-collector.md), so
     one group goes first, and groups missing from the list afterwards are committed again.
     """
     for _attempt in range(20):
-        commit_groups(admin, [0])
+        commit_groups(admin, [0], topics)
         time.sleep(0.5)
         if group_name(0) in listed_groups(admin):
             break
-    missing = list(range(GROUPS))
+    missing = list(range(groups))
     for _attempt in range(3):
-        commit_groups(admin, missing)
+        commit_groups(admin, missing, topics)
         listed = listed_groups(admin)
         missing = [g for g in missing if group_name(g) not in listed]
         if not missing:
@@ -193,11 +193,11 @@ class Cycles:
         )
 
 
-def check_total_lag(total: float) -> None:
+def check_total_lag(total: float, groups: int = GROUPS) -> None:
     """The cycle must also be right: every group's lag is end (RECORDS_PER_PARTITION) − its commit."""
     expected = sum(
         RECORDS_PER_PARTITION - ((group + p) % RECORDS_PER_PARTITION + 1)
-        for group in range(GROUPS)
+        for group in range(groups)
         for p in range(PARTITIONS)
     )
     if total != expected:

@@ -170,7 +170,7 @@ def _refresh_cost(lake: Path, folder: Path) -> tuple[float, float]:
     from api.snapshot import ReadWindow, read_snapshot
 
     window = ReadWindow(lakelib.utc_now(), dt.timedelta(minutes=10), dt.timedelta(minutes=10), lakelib.utc_now())
-    snap = read_snapshot(lake, folder / "refresh.duckdb", window, CLUSTER)
+    snap = read_snapshot(lake, folder / "refresh.duckdb", window, [CLUSTER])
     started = time.perf_counter()
     render(snap, 1_000_000, {})
     return snap.read_seconds * 1000, (time.perf_counter() - started) * 1000

@@ -73,7 +73,7 @@ from collectors.group_visibility import HiddenGroups, literal_names, refused
 from collectors.share_group_samples import share_group_samples
 from collectors.share_groups import ShareGroupReader
 from collectors.topic_configs import TopicConfigReader, retention_samples
-from lagwatch.config import Config
+from lagwatch.config import ClusterConfig, Config
 from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.kafka import cluster_client_config
 from lagwatch.samples import Sample
@@ -104,16 +104,25 @@ class ErrorList:
 class AdminCollector:
     """Collector protocol for one cluster's Admin API (target name ``admin@<cluster>``)."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, cluster: ClusterConfig | None = None) -> None:
+        """`cluster`: which monitored cluster (its servers, client settings and group lists); the
+        home cluster (`config.cluster`) when not given, as in the one-cluster form."""
         self._config = config
+        self.cluster = cluster or config.cluster
+        self._settings = cluster_client_config(config, self.cluster)
         self._topic_allowed = NameFilter(config.collect.topics_allow, config.collect.topics_deny)
-        self._group_allowed = NameFilter(config.collect.groups_allow, config.collect.groups_deny)
+        allow, deny = self.cluster.groups_allow, self.cluster.groups_deny  # filled in when the config loads
+        self._group_allowed = NameFilter(
+            config.collect.groups_allow if allow is None else allow,
+            config.collect.groups_deny if deny is None else deny,
+        )
+        self._allow_patterns = config.collect.groups_allow if allow is None else allow
         self._admin: AdminClient | None = None
         self._busy = threading.Lock()
         self._commit_log = (
             CommitLogReader(
-                cluster_client_config(config),
-                config.cluster.name,
+                self._settings,
+                self.cluster.name,
                 self._group_allowed,
                 self._topic_allowed,
                 replay_since_ms=int((time.time() - config.lag.window_s) * 1000),
@@ -122,17 +131,21 @@ class AdminCollector:
             else None
         )
         self._fallback_said: str | None = None
-        self._share_groups = ShareGroupReader(self.name, cluster_client_config(config), self._group_allowed)
+        self._share_groups = ShareGroupReader(self.name, self._settings, self._group_allowed)
         self._topic_ids = TopicIdNamer()
         self._hidden = HiddenGroups(self.name)
         #: Groups named exactly in groups_allow: known to exist even where ListGroups leaves them out.
-        self._named_groups = {g for g in literal_names(config.collect.groups_allow) if self._group_allowed(g)}
+        self._named_groups = {g for g in literal_names(self._allow_patterns) if self._group_allowed(g)}
         self._topic_configs = TopicConfigReader(config.collect.topic_config_refresh_s)
         self._said_retention_refused = False
 
     @property
     def name(self) -> str:
-        return f"admin@{self._config.cluster.name}"
+        return f"admin@{self.cluster.name}"
+
+    @property
+    def cluster_name(self) -> str:
+        return self.cluster.name
 
     @property
     def source(self) -> str:
@@ -158,7 +171,7 @@ class AdminCollector:
 
     def _client(self) -> AdminClient:
         if self._admin is None:
-            settings = {**cluster_client_config(self._config), "logger": logging.getLogger(f"{__name__}.librdkafka")}
+            settings = {**self._settings, "logger": logging.getLogger(f"{__name__}.librdkafka")}
             self._admin = AdminClient(settings)
         return self._admin
 
@@ -177,14 +190,15 @@ class AdminCollector:
         started = time.monotonic()
         try:
             admin = self._client()
-        except KafkaException as exc:  # an invalid librdkafka property in [cluster] client
+        except KafkaException as exc:  # an invalid librdkafka property in the cluster's client settings
             return ScrapeResult(
-                self.name, ok=False, errors=[f"admin client from [cluster] settings: {error_text(exc)}"]
-            )
+                self.name, ok=False, errors=[f"admin client from cluster {self.cluster.name!r} client settings: "
+                                             f"{error_text(exc)}"]
+            )  # fmt: skip
         try:
             metadata = admin.list_topics(timeout=request_timeout(deadline))
         except KafkaException as exc:
-            servers = self._config.cluster.bootstrap_servers
+            servers = self.cluster.bootstrap_servers
             return ScrapeResult(self.name, ok=False, errors=[f"no cluster metadata from {servers}: {error_text(exc)}"])
         cycle = _Cycle(admin, ts, make, deadline)
         listed = admin.list_consumer_groups(request_timeout=request_timeout(deadline))  # runs while we read ends

@@ -1,8 +1,9 @@
 """What every collector is: the `Collector` protocol and the result of one scrape.
 
-The runner only knows this protocol. A collector reads one target (the cluster's Admin API,
-one JMX endpoint, one exporter URL) and returns samples plus whether the target answered; the
-runner adds the uniform `up` and `scrape_duration_seconds` samples and publishes everything.
+The runner only knows this protocol. A collector reads one target (a cluster's Admin API,
+one JMX endpoint, one exporter URL) of one monitored cluster and returns samples plus whether
+the target answered; the runner adds the uniform `up` and `scrape_duration_seconds` samples,
+stamps the target's cluster on them all and publishes everything.
 A collector never raises for a target problem: a dead target is a failed scrape (up = 0).
 """
 
@@ -83,10 +84,16 @@ class ScrapeResult:
 
 
 class Collector(Protocol):
-    """A scrape target. `name` is stable across instances: it is the unit of scale-out."""
+    """A scrape target. `name` is stable across instances and unique across clusters: it is the
+    unit of scale-out. `cluster` names the monitored cluster whose samples it makes."""
 
     @property
     def name(self) -> str: ...
+
+    @property
+    def cluster_name(self) -> str:
+        """The cluster stamped on this target's samples (one `SampleFactory` per cluster)."""
+        ...
 
     @property
     def source(self) -> str:

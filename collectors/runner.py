@@ -14,7 +14,8 @@ import os
 import socket
 import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor, wait
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 
 from collectors.base import Collector, SampleFactory, ScrapeResult
@@ -23,6 +24,8 @@ from collectors.publisher import SamplePublisher
 from lagwatch.config import Config
 from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.kafka import (
+    KafkaRefused,
+    KafkaUnreachable,
     check_reachable,
     cluster_client_config,
     cluster_for,
@@ -35,13 +38,17 @@ from lagwatch.vocabulary import Source
 
 log = logging.getLogger(__name__)
 
+#: Seconds past `collect.timeout_s` a cycle waits for a scrape whose backend ignored its timeout.
+GRACE_S = 5.0
+
 
 def build_collectors(config: Config) -> list[Collector]:
-    """The admin collector for the cluster plus one collector per configured JMX target."""
+    """One admin collector per monitored cluster (`admin@<name>`) plus one collector per JMX
+    target of each cluster; every name is unique across clusters (coordination maps names)."""
     from collectors.admin import AdminCollector
     from collectors.jmx.collector import build_jmx_collectors
 
-    return [AdminCollector(config), *build_jmx_collectors(config)]
+    return [*(AdminCollector(config, cluster) for cluster in config.clusters), *build_jmx_collectors(config)]
 
 
 def instance_id(config: Config) -> str:
@@ -54,6 +61,10 @@ class CycleSummary:
     failed: list[str] = field(default_factory=list)
     samples: int = 0
     duration_s: float = 0.0
+    #: Per cluster: seconds from the cycle's start until its last target returned (and was published).
+    cluster_s: dict[str, float] = field(default_factory=dict)
+    #: Per cluster: its targets that failed this cycle.
+    cluster_failed: dict[str, list[str]] = field(default_factory=dict)
 
     def line(self) -> str:
         failed = f" ({', '.join(self.failed)})" if self.failed else ""
@@ -61,6 +72,20 @@ class CycleSummary:
             f"targets ok {len(self.ok)}, failed {len(self.failed)}{failed}, "
             f"samples published {self.samples} in {self.duration_s:.2f} s"
         )
+
+    def clusters_line(self) -> str:
+        """Each cluster's own finish time: a cluster that is down costs its own timeout, not the others'."""
+        return "; ".join(
+            f"{name} done in {seconds:.2f} s" + (f", failed {len(self.cluster_failed[name])}"
+                                                 if self.cluster_failed.get(name) else "")
+            for name, seconds in sorted(self.cluster_s.items())
+        )  # fmt: skip
+
+    def add(self, cluster: str, target: str, ok: bool, finished_s: float) -> None:
+        (self.ok if ok else self.failed).append(target)
+        self.cluster_s[cluster] = max(self.cluster_s.get(cluster, 0.0), finished_s)
+        if not ok:
+            self.cluster_failed.setdefault(cluster, []).append(target)
 
 
 def _target_samples(
@@ -75,6 +100,11 @@ def _target_samples(
         ),
     ]
     return [*result.samples, *health] if result.ok else health
+
+
+def _cluster_of(collector: Collector, config: Config) -> str:
+    """The collector's cluster; a collector built without one (a test's) belongs to the home cluster."""
+    return collector.cluster_name or config.cluster.name
 
 
 def _timed_collect(collector: Collector, ts: int, make: SampleFactory) -> tuple[ScrapeResult, float]:
@@ -102,34 +132,60 @@ class CollectLoop:
         self.collectors = {c.name: c for c in collectors}
         self.publisher = publisher
         self.assignment = assignment
-        self.make = SampleFactory(cluster=config.cluster.name, collector=instance)
+        #: One factory per cluster: every sample carries the cluster of the target that made it.
+        self.makers = {
+            name: SampleFactory(cluster=name, collector=instance)
+            for name in {c.name for c in config.clusters} | {_cluster_of(c, config) for c in collectors}
+        }
+        #: Heartbeats describe the instance, not a target: they go under the home cluster.
+        self.make = self.makers[config.cluster.name]
         self.instance = instance
         self._pool = ThreadPoolExecutor(max_workers=min(32, max(1, len(collectors))), thread_name_prefix="scrape")
+
+    def maker(self, collector: Collector) -> SampleFactory:
+        return self.makers[_cluster_of(collector, self.config)]
+
+    def scrapes(self, owned: list[Collector], ts: int) -> Iterator[tuple[Collector, ScrapeResult, float]]:
+        """Every owned target's scrape, each as soon as it returns (not when the slowest has).
+
+        Targets run concurrently and each backend keeps its own timeout, so a cluster that is down
+        costs its own targets' timeouts and holds back nobody else's samples. `GRACE_S` past the
+        longest timeout is the last line of defence: a scrape still running then is a failure.
+        """
+        started = time.monotonic()
+        futures: dict[Future[tuple[ScrapeResult, float]], Collector] = {
+            self._pool.submit(_timed_collect, c, ts, self.maker(c)): c for c in owned
+        }
+        pending = set(futures)
+        try:
+            for future in as_completed(futures, timeout=self.config.collect.timeout_s + GRACE_S):
+                pending.discard(future)
+                result, duration = future.result()
+                yield futures[future], result, duration
+        except TimeoutError:
+            log.error("targets still scraping after their timeout: %s", ", ".join(futures[f].name for f in pending))
+            for future in pending:
+                collector = futures[future]
+                yield (
+                    collector,
+                    ScrapeResult(collector.name, False, errors=["scrape did not return in time"]),
+                    (time.monotonic() - started),
+                )
 
     def cycle(self) -> CycleSummary:
         started = time.monotonic()
         ts = int(time.time() * 1000)
         owned = [self.collectors[name] for name in self.assignment.owned() if name in self.collectors]
-        futures: dict[Future[tuple[ScrapeResult, float]], Collector] = {
-            self._pool.submit(_timed_collect, c, ts, self.make): c for c in owned
-        }
-        # Backends enforce their own timeouts; this is the last line of defence.
-        done, not_done = wait(futures, timeout=self.config.collect.timeout_s + 5)
         summary = CycleSummary()
-        for future, collector in futures.items():
-            if future in done:
-                result, duration = future.result()
-            else:
-                result = ScrapeResult(collector.name, ok=False, errors=["scrape did not return in time"])
-                duration = time.monotonic() - started
+        for collector, result, duration in self.scrapes(owned, ts):
             for error in result.errors:
                 log.warning("%s: %s", collector.name, error)
-            (summary.ok if result.ok else summary.failed).append(collector.name)
-            summary.samples += self.publisher.publish(_target_samples(collector, result, duration, ts, self.make))
+            summary.samples += self.publisher.publish(
+                _target_samples(collector, result, duration, ts, self.maker(collector))
+            )
+            summary.add(_cluster_of(collector, self.config), collector.name, result.ok, time.monotonic() - started)
         summary.samples += self.publisher.publish(self._heartbeat(ts, len(owned)))
         summary.duration_s = time.monotonic() - started
-        if not_done:
-            log.error("targets still scraping after their timeout: %s", ", ".join(futures[f].name for f in not_done))
         return summary
 
     def _heartbeat(self, ts: int, assigned: int) -> list[Sample]:
@@ -158,6 +214,8 @@ class CollectLoop:
                 with cyclic_gc_paused():
                     summary = self.cycle()
                 log.info("cycle: %s", summary.line())
+                if len(self.config.clusters) > 1:
+                    log.info("cycle per cluster: %s", summary.clusters_line())
                 next_cycle += interval
                 if next_cycle < time.monotonic():  # a cycle overran: skip, don't pile up
                     log.warning("cycle took %.1f s, longer than interval_s %.1f s", summary.duration_s, interval)
@@ -168,9 +226,10 @@ class CollectLoop:
     def _publish_events(self) -> None:
         """Samples an owned collector has ready between cycles (the commit log's membership changes)."""
         for name in self.assignment.owned():
-            events = getattr(self.collectors.get(name), "events", None)
-            if events is not None:
-                self.publisher.publish(events(self.make))
+            collector = self.collectors.get(name)
+            events = getattr(collector, "events", None)
+            if collector is not None and events is not None:
+                self.publisher.publish(events(self.maker(collector)))
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
@@ -179,13 +238,43 @@ class CollectLoop:
         self.assignment.close()
 
 
+def check_clusters(config: Config) -> list[str]:
+    """Ask every monitored cluster at start; returns the names of those that did not answer.
+
+    One cluster: no answer is fatal (exit 3), as there is nothing else to collect. Many: they are
+    asked at once, so start-up waits one timeout however many are down; one that does not answer
+    is logged as an error naming it and collection goes on (its targets show up = 0 until it
+    answers). A refusal (`KafkaRefused`: bad credentials, an untrusted certificate) is a mistake
+    in the config, not an outage: fatal whatever the count.
+    """
+    timeout_s = config.collect.timeout_s + GRACE_S
+    if len(config.clusters) == 1:
+        check_reachable(cluster_client_config(config), timeout_s=timeout_s, cluster=config.cluster.name)
+        return []
+    with ThreadPoolExecutor(max_workers=len(config.clusters), thread_name_prefix="reachable") as pool:
+        answers = {
+            cluster.name: pool.submit(
+                check_reachable, cluster_client_config(config, cluster), timeout_s=timeout_s, cluster=cluster.name
+            )
+            for cluster in config.clusters
+        }
+    down = []
+    for name, answer in answers.items():
+        try:
+            answer.result()
+        except KafkaRefused:  # a mistake in the config, not an outage: no other cluster makes it right
+            raise
+        except KafkaUnreachable as exc:
+            log.error("%s: collecting the other clusters; this one shows as down (up = 0) until it answers", exc)
+            down.append(name)
+    return down
+
+
 def run(config: Config, args: argparse.Namespace) -> int:
     with cluster_for(config) as config:
-        check_reachable(
-            cluster_client_config(config), cluster=config.cluster.name, timeout_s=config.collect.timeout_s + 5
-        )
+        check_clusters(config)
         transport = transport_client_config(config)
-        check_reachable(transport, cluster="transport", timeout_s=config.collect.timeout_s + 5)
+        check_reachable(transport, timeout_s=config.collect.timeout_s + GRACE_S, cluster="transport")
         ensure_samples_topic(config)
         return _run_collect(config, once=bool(getattr(args, "once", False)))
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lagwatch.broker import TANSU_PRODUCER_SETTINGS, EmbeddedBroker
-from lagwatch.config import Config, ConfigError
+from lagwatch.config import ClusterConfig, Config, ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -27,9 +27,17 @@ class KafkaUnreachable(RuntimeError):
     """The named bootstrap servers did not answer."""
 
 
-def cluster_client_config(config: Config) -> dict[str, Any]:
-    """Settings for clients of the monitored cluster (admin collector, demo)."""
-    return {"bootstrap.servers": config.cluster.bootstrap_servers, **config.cluster.client}
+class KafkaRefused(KafkaUnreachable):
+    """The brokers answered but refused this client: bad credentials or an untrusted certificate."""
+
+
+def cluster_client_config(config: Config, cluster: ClusterConfig | None = None) -> dict[str, Any]:
+    """Settings for clients of one monitored cluster (admin collector, demo): `cluster`, else the
+    home cluster (`config.cluster`, the first one, which also runs the demo and carries the
+    samples when `[transport]` is empty). Each cluster has its own servers and client settings
+    (secrets from LAGWATCH_CLUSTER_<NAME>_*, merged in by the config loader)."""
+    chosen = cluster or config.cluster
+    return {"bootstrap.servers": chosen.bootstrap_servers, **chosen.client}
 
 
 def transport_client_config(config: Config) -> dict[str, Any]:
@@ -51,7 +59,7 @@ def producer_config(config: Config) -> dict[str, Any]:
     return settings
 
 
-def check_reachable(settings: dict[str, Any], cluster: str = "", timeout_s: float = 10.0) -> None:
+def check_reachable(settings: dict[str, Any], timeout_s: float = 10.0, *, cluster: str = "") -> None:
     """Fail fast, naming the cluster and the cause, instead of a silent librdkafka retry loop.
 
     A refused login or an untrusted certificate never turns into an answer, so it is reported
@@ -71,7 +79,8 @@ def check_reachable(settings: dict[str, Any], cluster: str = "", timeout_s: floa
             cause = refusal_cause(refusals)
             if cause is None and time.monotonic() < deadline:
                 continue
-            raise KafkaUnreachable(unreachable_message(settings, cluster, timeout_s, cause, exc)) from None
+            message = unreachable_message(settings, cluster, timeout_s, cause, exc)
+            raise (KafkaUnreachable(message) if cause is None else KafkaRefused(message)) from None
 
 
 _ELAPSED = re.compile(r"\s*\(after \d+ms in state \w+\)$")
@@ -175,7 +184,10 @@ def ensure_internal_topic(config: Config, topic: str, partitions: int) -> None:
 
 
 def use_embedded_broker(config: Config, bootstrap_servers: str) -> None:
-    """Point the config at a running embedded tansu and apply its producer workaround."""
+    """Point the config at a running embedded tansu and apply its producer workaround.
+
+    Only the one-cluster form gets here: `[[clusters]]` entries must name their servers, so the
+    embedded demo broker is never one of many clusters."""
     config.cluster.bootstrap_servers = bootstrap_servers
     if not config.transport.bootstrap_servers:
         for key, value in TANSU_PRODUCER_SETTINGS.items():

@@ -34,8 +34,15 @@ from typing import Any
 
 from lagwatch import exit_codes, processes
 from lagwatch.broker import EmbeddedBroker
-from lagwatch.config import Config
-from lagwatch.kafka import EMBEDDED_BOOTSTRAP_ENV, check_reachable, cluster_client_config, cluster_for
+from lagwatch.config import ClusterConfig, Config
+from lagwatch.kafka import (
+    EMBEDDED_BOOTSTRAP_ENV,
+    KafkaRefused,
+    KafkaUnreachable,
+    check_reachable,
+    cluster_client_config,
+    cluster_for,
+)
 from lagwatch.stop_signals import stop_on_signals
 
 log = logging.getLogger(__name__)
@@ -257,6 +264,8 @@ def _pid_alive(pid: int) -> bool:
 
 
 def run_status(config: Config, args: argparse.Namespace) -> int:
+    for line in cluster_lines(config):
+        print(line)
     path = _state_file(config)
     if not path.exists():
         print(f"not running (no {path}); start it with `lagwatch up`")
@@ -276,6 +285,67 @@ def run_status(config: Config, args: argparse.Namespace) -> int:
     print(_groups_not_visible_line(config))
     healthy &= api_ok
     return 0 if healthy else 1
+
+
+#: Seconds `lagwatch status` waits for each monitored cluster (all are asked at once).
+STATUS_KAFKA_TIMEOUT_S = 3.0
+#: How far back `lagwatch status` looks for the collectors' `up` samples in the lake.
+STATUS_TARGETS_LOOKBACK = "10 minutes"
+
+
+def cluster_lines(config: Config) -> list[str]:
+    """One line per monitored cluster: answering or not (asked now, all at once), and its targets
+    up and down as the newest `up` sample of each in the lake says. A cluster that is down is
+    reported, not a failure of Lagwatch: it does not change the exit code."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=len(config.clusters), thread_name_prefix="status") as pool:
+        answers = [pool.submit(_answers, config, cluster) for cluster in config.clusters]
+    targets = _targets_up(config)
+    lines = []
+    for cluster, answer in zip(config.clusters, answers, strict=True):
+        reachable = answer.result()
+        up = targets.get(cluster.name) if isinstance(targets, dict) else None
+        if up is None:
+            seen = targets if isinstance(targets, str) else "no `up` samples in the lake yet"
+        else:
+            down = sorted(name for name, value in up.items() if not value)
+            seen = f"targets up {len(up) - len(down)}, down {len(down)}" + (f" ({', '.join(down)})" if down else "")
+        label = f"cluster {cluster.name}"
+        lines.append(f"{label:<20} {cluster.bootstrap_servers or '(embedded)':<17} {reachable}; {seen}")
+    return lines
+
+
+def _answers(config: Config, cluster: ClusterConfig) -> str:
+    if not cluster.bootstrap_servers:
+        return "embedded broker (runs with `lagwatch up`)"
+    try:
+        check_reachable(cluster_client_config(config, cluster), STATUS_KAFKA_TIMEOUT_S, cluster=cluster.name)
+    except KafkaUnreachable as exc:
+        return f"NOT ANSWERING ({exc})" if isinstance(exc, KafkaRefused) else "NOT ANSWERING"
+    return "answering"
+
+
+def _targets_up(config: Config) -> dict[str, dict[str, float]] | str:
+    """cluster -> target -> its newest `up` in the lake (1 up, 0 down); a sentence when unreadable."""
+    from lagwatch.lake import connect_readonly
+
+    try:
+        con = connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
+        try:
+            rows = con.execute(
+                "SELECT cluster, source, broker, client_id, arg_max(last, window_start) FROM metrics_1m "
+                f"WHERE metric = 'up' AND window_start >= now() - INTERVAL {STATUS_TARGETS_LOOKBACK} GROUP BY ALL"
+            ).fetchall()
+        finally:
+            con.close()
+    except Exception as exc:  # no lake yet: say so, status goes on
+        return f"targets unknown ({type(exc).__name__})"
+    targets: dict[str, dict[str, float]] = {}
+    for cluster, source, broker, client_id, value in rows:
+        name = f"broker-{broker}" if broker is not None else f"client-{client_id}" if client_id else source
+        targets.setdefault(cluster, {})[name] = value
+    return targets
 
 
 def _newest_per(config: Config, metric: str, source: str, label: str) -> dict[Any, float]:

@@ -9,6 +9,8 @@
   (``tests/fixtures/secure_kafka.py``), started only by the tests that use it.
 - ``spark``: one local[2] SparkSession for the session (cold start ≈ 8 s, paid once).
 - ``make_config``: a validated Config pointing at the broker and a per-test lake and state.
+- ``two_clusters``: the session broker ("home") and a second real cluster, for `[[clusters]]`
+  (``tests/fixtures/two_clusters.py``).
 - JMX test double, webhook receiver and Alertmanager live in ``tests/fixtures/`` and are
   registered below as plugins.
 """
@@ -36,6 +38,7 @@ pytest_plugins = [
     "tests.fixtures.spark_cluster",
     "tests.fixtures.secure_kafka",
     "tests.fixtures.oidc_provider",
+    "tests.fixtures.two_clusters",
 ]
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"

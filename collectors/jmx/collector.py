@@ -1,6 +1,6 @@
 """One `Collector` per configured JMX target: picks the backend, turns readings into samples.
 
-The runner calls `build_jmx_collectors(config)` and then `collect(ts_ms, make)` on each
+The runner calls `build_jmx_collectors(config)` (every cluster's targets) and then `collect(ts_ms, make)` on each
 collector every cycle (it adds `up` and `scrape_duration_seconds` itself). A target that does
 not answer is a failed scrape (ok=False) returned within the target's timeout, never an
 exception; a bad ObjectName or a malformed exporter line is an error for that metric only.
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from collectors.base import Collector, SampleFactory, ScrapeResult
 from collectors.jmx.backend import JmxBackend, JmxEndpoint, ReadResult, TargetDown
 from collectors.jmx.mapping import MetricDef, metrics_for
-from lagwatch.config import Config, JmxTarget
+from lagwatch.config import ClusterConfig, Config, JmxTarget
 from lagwatch.samples import Sample
 from lagwatch.vocabulary import Source
 
@@ -47,15 +47,24 @@ class JmxCollector:
         jvm_path: str = "",
         definitions: Sequence[MetricDef] | None = None,
         backend: JmxBackend | None = None,
+        *,
+        cluster: str = "",
+        name: str = "",
     ) -> None:
         self.target = target
         self.timeout_s = target.timeout_s or timeout_s
         self.definitions = tuple(definitions or metrics_for("broker" if target.broker is not None else "client"))
         self.backend = backend or make_backend(target, self.timeout_s, jvm_path)
+        self._cluster = cluster
+        self._name = name or target.name
 
     @property
     def name(self) -> str:
-        return self.target.name
+        return self._name
+
+    @property
+    def cluster_name(self) -> str:
+        return self._cluster
 
     @property
     def source(self) -> str:
@@ -97,19 +106,28 @@ class JmxCollector:
         self.backend.close()
 
 
+def target_name(config: Config, cluster: ClusterConfig, target: JmxTarget) -> str:
+    """The target's own name in the one-cluster form (as before many clusters), else prefixed
+    with its cluster: two clusters may run brokers with the same id behind the same address
+    (a port-forward, a proxy), and coordination needs every name once."""
+    return target.name if len(config.clusters) == 1 else f"{cluster.name}/{target.name}"
+
+
 def build_jmx_collectors(config: Config) -> list[Collector]:
-    """One collector per `[[jmx.targets]]` entry, each with its own timeout (else collect.timeout_s).
+    """One collector per JMX target of every cluster, each with its own timeout (else collect.timeout_s).
 
     When any target uses jpype, the in-process JVM starts here, on the caller's (main) thread
     and before the first cycle, so its start-up never eats into a scrape's timeout. Its RMI
     timeouts are process-wide, so they take the longest target timeout.
     """
+    timeout_s, jvm_path = config.collect.timeout_s, config.jmx.jvm_path
+    targets = [(cluster, target) for cluster in config.clusters for target in cluster.jmx.targets]
     collectors: list[Collector] = [
-        JmxCollector(t, config.collect.timeout_s, config.jmx.jvm_path) for t in config.jmx.targets
+        JmxCollector(t, timeout_s, jvm_path, cluster=c.name, name=target_name(config, c, t)) for c, t in targets
     ]
-    jpype_timeouts = [t.timeout_s or config.collect.timeout_s for t in config.jmx.targets if t.backend == "jpype"]
+    jpype_timeouts = [t.timeout_s or timeout_s for _, t in targets if t.backend == "jpype"]
     if jpype_timeouts:
         from collectors.jmx.jpype_backend import ensure_jvm
 
-        ensure_jvm(max(jpype_timeouts), config.jmx.jvm_path)
+        ensure_jvm(max(jpype_timeouts), jvm_path)
     return collectors

@@ -1,0 +1,39 @@
+"""`alerts backtest --rules FILE` re-reads the config with the file's rules: either cluster form survives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from alerts.backtest_cli import with_rules_file
+from lagwatch.config import parse_config
+
+TARGET = {"broker": "1", "backend": "prometheus", "url": "http://k/metrics"}
+RULES = '[[alerts.rules]]\nname = "LagHigh"\nmetric = "lag"\nthreshold = 10\n'
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"cluster": {"name": "one", "bootstrap_servers": "k:9092"}, "jmx": {"targets": [TARGET]}},
+        {
+            "clusters": [
+                {"name": "eu", "bootstrap_servers": "eu:9092", "jmx": {"targets": [TARGET]}},
+                {"name": "us", "bootstrap_servers": "us:9092", "groups_allow": ["^billing-"]},
+            ]
+        },
+    ],
+    ids=["[cluster]", "[[clusters]]"],
+)
+def test_the_clusters_come_back_as_they_were(data: dict[str, Any], tmp_path: Path) -> None:
+    config = parse_config(data, environ={})
+    rules = tmp_path / "rules.toml"
+    rules.write_text(RULES)
+
+    merged = with_rules_file(config, str(rules))
+
+    assert [r.name for r in merged.alerts.rules] == ["LagHigh"]
+    assert merged.clusters == config.clusters, "clusters, JMX targets (not doubled) and group lists kept"
+    assert merged.cluster == config.cluster
