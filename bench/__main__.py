@@ -30,6 +30,7 @@ BENCHMARKS: dict[str, str] = {
     "alert backtest": "bench.bench_backtest",
     "http api": "bench.bench_api",
     "local stack": "bench.bench_stack",
+    "footprint": "bench.bench_footprint",
     "detection": "bench.bench_detection",
 }
 

@@ -14,7 +14,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 
 from lagwatch import __version__, exit_codes
@@ -36,6 +39,51 @@ def run_alerts(config: Config, args: argparse.Namespace) -> int:
     return run(config, args)
 
 
+def run_api(config: Config, args: argparse.Namespace) -> int:
+    """`lagwatch api [--with-alerts]`: the HTTP server, and with the flag the alert engine on a
+    thread of the same process (what `lagwatch up` runs: one Python process and one DuckDB
+    library reading the lake instead of two; docs/performance.md, "Footprint").
+
+    Not silent: if the engine's thread ends while the server still runs, the server is stopped
+    and the command exits FAILED, so `lagwatch up` reports it and stops the stack, as it does
+    for any component that exits.
+    """
+    from api.server import run as run_server
+
+    if not getattr(args, "with_alerts", False):
+        return run_server(config, args)
+    from alerts.engine import start_in_background
+
+    engine = start_in_background(config)
+    # The server re-raises the SIGTERM/SIGINT it stopped on once it is done; noting it here
+    # (instead of the default handler ending the process) lets the engine close its state.
+    previous = {signum: signal.signal(signum, _noted) for signum in (signal.SIGTERM, signal.SIGINT)}
+    serving = threading.Event()
+    threading.Thread(target=_stop_server_if_dead, args=(engine.is_alive, serving), daemon=True).start()
+    try:
+        code = run_server(config, args)
+    finally:
+        serving.set()
+        engine_died = not engine.is_alive()
+        engine.stop()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    return exit_codes.FAILED if engine_died else code
+
+
+def _noted(_signum: int, _frame: object) -> None:
+    """A stop signal after the server has stopped: nothing left to do but return."""
+
+
+def _stop_server_if_dead(alive: Callable[[], bool], serving_done: threading.Event) -> None:
+    """SIGTERM to this process (the server stops cleanly on it) once `alive()` turns False."""
+    while not serving_done.wait(1.0):
+        if not alive():
+            log.error("the alert engine stopped; stopping the API beside it")
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+
+
 #: sub-command -> the function implementing it, or "module:function" naming it.
 COMMANDS: dict[str, Runner | str] = {
     "collect": "collectors.runner:run",
@@ -47,7 +95,7 @@ COMMANDS: dict[str, Runner | str] = {
     "up": "lagwatch.stack:run_up",
     "status": "lagwatch.stack:run_status",
     "broker": "lagwatch.stack:run_broker",
-    "api": "api.server:run",
+    "api": run_api,
 }
 
 
@@ -58,7 +106,10 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
     stream = sub.add_parser("stream", help="run the Spark job: samples topic -> windows, lag analytics -> lake")
     stream.add_argument("--available-now", action="store_true", help="process every sample in the topic, then exit")
 
-    sub.add_parser("dashboard", help="serve the Streamlit dashboard (and the alert engine beside it)")
+    dashboard = sub.add_parser("dashboard", help="serve the Streamlit dashboard (and the alert engine beside it)")
+    dashboard.add_argument(
+        "--no-alerts", action="store_true", help="do not start the alert engine (it runs elsewhere, e.g. in `api`)"
+    )
 
     alerts = sub.add_parser("alerts", help="run the alert engine alone")
     alerts.add_argument("--once", action="store_true", help="evaluate and deliver once, then exit")
@@ -76,7 +127,8 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
 
     sub.add_parser("status", help="report each component's health")
     sub.add_parser("broker", help="run the embedded tansu broker alone and print its address")
-    sub.add_parser("api", help="serve /metrics (Prometheus), Burrow's v3 API, /healthz and /readyz from the lake")
+    api = sub.add_parser("api", help="serve /metrics (Prometheus), Burrow's v3 API, /healthz and /readyz from the lake")
+    api.add_argument("--with-alerts", action="store_true", help="run the alert engine in this process too")
 
 
 def _add_backtest(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -2,12 +2,12 @@
 
 `up` starts the parts as separate processes, in dependency order, each announced with how
 long it took to become ready: the embedded broker (when no bootstrap servers are configured),
-the demo workload, the collectors, the Spark job, the dashboard (which runs the alert engine
-beside it) and the HTTP API (`lagwatch api`). Ctrl-C sends SIGTERM to all of them at once
-(none depends on another to stop; all depend on the broker, which goes last), so the
-collectors flush and the Spark query stops between batches while the broker still serves.
-Whatever has not stopped after `STOP_GRACE_S` is killed with its whole process tree: a Spark
-job killed mid-batch is safe, since its Kafka offsets live in the checkpoint and a replayed
+the demo workload, the collectors, the Spark job, the dashboard and the HTTP API (`lagwatch
+api`), which runs the alert engine on a thread of its process (`--with-alerts`). Ctrl-C sends
+SIGTERM to all of them at once (none depends on another to stop; all depend on the broker,
+which goes last), so the collectors flush and the Spark query stops between batches while the
+broker still serves. Whatever has not stopped after `STOP_GRACE_S` is killed with its whole
+process tree: a Spark job killed mid-batch is safe, since its Kafka offsets live in the checkpoint and a replayed
 batch rewrites the very same lake files. The children also die with the supervisor if it is
 killed outright (`lagwatch.processes`). What is running is written to `state/stack.json`,
 which `lagwatch status` reads (it also asks the API's /healthz and /readyz whether the lake
@@ -99,7 +99,9 @@ def _components(config: Config, with_demo: bool) -> list[Component]:
             lambda: any(config.resolve_path(config.lake.path).glob("pipeline_progress/date=2*/*.parquet")),
         ),
         Component(
-            "dashboard + alerts", _lagwatch(config, "dashboard"), lambda: _http_ok(f"{dashboard_url}/_stcore/health")
+            "dashboard",
+            _lagwatch(config, "dashboard", "--no-alerts"),
+            lambda: _http_ok(f"{dashboard_url}/_stcore/health"),
         ),
         _api_component(config),
     ]
@@ -112,6 +114,13 @@ def _api_url(config: Config) -> str:
 
 
 def _api_component(config: Config) -> Component:
+    """The API, with the alert engine on a thread of its process (`[dashboard] run_alerts`): one
+    Python process reading the lake instead of two, and the dashboard needs no launcher
+    (docs/performance.md, "Footprint"). An engine that stops ends the API, and `up` says so."""
+    if config.dashboard.run_alerts:
+        return Component(
+            "api + alerts", _lagwatch(config, "api", "--with-alerts"), lambda: _http_ok(f"{_api_url(config)}/healthz")
+        )
     return Component("api", _lagwatch(config, "api"), lambda: _http_ok(f"{_api_url(config)}/healthz"))
 
 

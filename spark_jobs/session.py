@@ -32,6 +32,17 @@ APP_NAME = "lagwatch-stream"
 SHIPPED_PACKAGES = ("lagwatch", "spark_jobs")
 #: JVM options of the driver and executors (one JVM in local mode): the quick (C1) compiler only.
 JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+#: The driver JVM sized to the job (a monitor runs for months beside what it watches). The heap
+#: keeps Spark's 1g ceiling, which a backlog's 1,000,000-row batches use, but starts at 64 MB and
+#: under the serial collector grows only as the live set needs and gives memory back after a full
+#: GC: G1 let the committed heap drift to ≈ 340 MB for a live set of ≈ 75 MB (the demo). The
+#: serial collector also has no GC threads nor G1's remembered sets; half the default thread
+#: stack (Spark runs ≈ 170 threads); ceilings on the code cache (≈ 25 MB used with C1 only) and
+#: on metaspace (≈ 120 MB used: Spark's classes and generated code), so a leak fails loudly
+#: instead of growing without bound (docs/performance.md, "Footprint").
+DRIVER_JAVA_OPTIONS = (
+    f"{JAVA_OPTIONS} -XX:+UseSerialGC -Xms64m -Xss512k -XX:ReservedCodeCacheSize=64m -XX:MaxMetaspaceSize=256m"
+)
 
 
 def is_local(master: str) -> bool:
@@ -69,7 +80,9 @@ def session_settings(config: Config) -> dict[str, str]:
         # alone is cheaper here (docs/performance.md).
         # Spark reads these when it starts the JVM: `lagwatch stream` does, spark-submit does not
         # (pass --driver-java-options there).
-        "spark.driver.extraJavaOptions": JAVA_OPTIONS,
+        # Footprint (docs/performance.md): only the driver's JVM is sized here; executors on a
+        # cluster keep their operator's sizing.
+        "spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS,
         "spark.executor.extraJavaOptions": JAVA_OPTIONS,
     }
     settings.update({str(k): str(v) for k, v in config.spark.conf.items()})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from lagwatch.config import parse_config
-from spark_jobs.session import JAVA_OPTIONS, master_cores, session_settings
+from spark_jobs.session import DRIVER_JAVA_OPTIONS, JAVA_OPTIONS, master_cores, session_settings
 
 
 def test_the_running_jvm_uses_the_jobs_java_options(spark: Any) -> None:
@@ -32,3 +32,15 @@ def test_master_cores_reads_local_masters_and_falls_back_to_this_machine() -> No
     assert master_cores("local[4]") == 4
     assert master_cores("local") == 1
     assert master_cores("spark://host:7077") >= 1
+
+
+def test_the_driver_jvm_is_sized_to_the_job_and_the_operator_can_resize_it() -> None:
+    """The footprint options (docs/performance.md) reach the driver only; `[spark.conf]` wins."""
+    defaults = session_settings(parse_config({"cluster": {"name": "test"}}))
+    driver = defaults["spark.driver.extraJavaOptions"].split()
+    assert {"-XX:+UseSerialGC", "-Xms64m", "-XX:MaxMetaspaceSize=256m", *JAVA_OPTIONS.split()} <= set(driver)
+    assert "-XX:+UseSerialGC" not in defaults["spark.executor.extraJavaOptions"]
+    g1 = {"spark.driver.extraJavaOptions": "-XX:+UseG1GC"}
+    resized = session_settings(parse_config({"cluster": {"name": "test"}, "spark": {"conf": g1}}))
+    assert resized["spark.driver.extraJavaOptions"] == "-XX:+UseG1GC"
+    assert defaults["spark.driver.extraJavaOptions"] == DRIVER_JAVA_OPTIONS
