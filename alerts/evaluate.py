@@ -12,8 +12,8 @@ each scanning seven days would read the lake 500 times. The rows of each table t
 for the grid's range plus the longest lookback, are copied once (the time filter is on a key
 column, so DuckDB pushes it below the dedup into the Parquet scan) into a TEMP table; then at
 most one query per rule shape runs against it: rules that differ only in threshold, op, level
-or text share one query. Every rule sees the same data. Only rows of this engine's cluster
-(`[cluster] name`) count: one leader per cluster.
+or text share one query. Every rule sees the same data. Rows of every configured
+cluster count (`config.clusters`); each alert carries its row's cluster.
 
 Two query forms, chosen by the rule's shape and never by who asks:
 - a rule whose `by` names every label of its series (one series per alert) is answered as
@@ -144,6 +144,8 @@ def _filters(rule: CompiledRule) -> str:
     if rule.metric is not None:
         quoted = rule.metric.replace("'", "''")
         parts.append(f"metric = '{quoted}'")
+    if rule.sample_source:
+        parts.append(f"source = {_literal(rule.sample_source)}")
     parts += [f'"{label}" IS NOT NULL' for label in rule.by]
     return " AND ".join(parts)
 

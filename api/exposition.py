@@ -76,6 +76,7 @@ FAMILIES: tuple[tuple[str, str, str], ...] = (
         "gauge",
         "Seconds until retention deletes the committed offset",
     ),
+    ("lagwatch_cluster_up", "gauge", "1 when the admin collector's newest cycle read the cluster, 0 when it could not"),
     ("lagwatch_broker_up", "gauge", "1 when the broker answered its newest scrape"),
     ("lagwatch_broker_under_replicated_partitions", "gauge", "Under-replicated partitions led by the broker"),
     ("lagwatch_broker_offline_partitions", "gauge", "Offline partitions (controller's count)"),
@@ -176,6 +177,12 @@ def _cluster_units(snap: Snapshot) -> list[_Unit]:
             out.add(family, f'cluster="{out.esc(row["cluster"])}",broker="{out.esc(row["broker"])}"', value)
 
         units.append(_Unit(1, write))
+    for cluster, up in sorted(snap.clusters_up.items()):
+
+        def write_cluster_up(out: _Lines, cluster: str = cluster, up: float = up) -> None:
+            out.add("lagwatch_cluster_up", f'cluster="{out.esc(cluster)}"', up)
+
+        units.append(_Unit(1, write_cluster_up))
     for row in snap.pipeline:
 
         def write_pipeline(out: _Lines, row: dict[str, Any] = row) -> None:

@@ -43,6 +43,13 @@ def group_row(now: dt.datetime, cluster: str, group: str, status: str, reason: s
             "window_start": now, "updated_at": now, "version": 1}  # fmt: skip
 
 
+def admin_up_row(now: dt.datetime, cluster: str, value: float) -> dict:
+    """The admin collector's `up` for the minute (0: its cycle could not read the cluster)."""
+    return {"cluster": cluster, "window_start": now, "window_end": now + dt.timedelta(minutes=1), "source": "admin",
+            "metric": "up", "kind": "gauge", "samples": 1, "min": value, "max": value, "avg": value, "first": value,
+            "last": value, "version": 1}  # fmt: skip
+
+
 def unreachable_lake(root: Path) -> dt.datetime:
     now = lakelib.utc_now().replace(second=0, microsecond=0)
     lag: list[dict[str, Any]] = []
@@ -52,7 +59,8 @@ def unreachable_lake(root: Path) -> dt.datetime:
                     "status": "ERR", "rule": "unreachable", "reason": REASON})  # fmt: skip
         lag.append(lag_row(now, GROUP, TOPIC, p, 50, 5))  # the healthy cluster, same group and topic names
     groups = [group_row(now, GONE, GROUP, "ERR", REASON, None), group_row(now, CLUSTER, GROUP, "OK", "", 10)]
-    write_lake(root, {"lag_1m": lag, "group_status": groups})
+    admin_up = [admin_up_row(now, GONE, 0.0), admin_up_row(now, CLUSTER, 1.0)]
+    write_lake(root, {"lag_1m": lag, "group_status": groups, "metrics_1m": admin_up})
     return now
 
 
@@ -75,6 +83,7 @@ def test_metrics_leave_out_the_lag_of_err_rows_and_keep_their_status(
         (GONE, "0", "ERR"): statuses.severity("ERR"),
         (GONE, "1", "ERR"): statuses.severity("ERR"),
     }
+    assert by(samples, "lagwatch_cluster_up", "cluster") == {(GONE,): 0.0, (CLUSTER,): 1.0}
     burrow = by(samples, "burrow_kafka_consumer_status", "cluster", "consumer_group")
     assert burrow == {(GONE, GROUP): statuses.BURROW_CODES["ERR"], (CLUSTER, GROUP): statuses.BURROW_CODES["OK"]}
 
