@@ -110,7 +110,12 @@ def grid_for(args: argparse.Namespace, every_s: float, now: float) -> Grid:
 
 def _run_one(config: Config, args: argparse.Namespace, grid: Grid) -> Report:
     rules = compile_rules(config.alerts)
-    return backtest(config, rules, chosen_rules(rules, args.rule), grid, ignore_silences=args.ignore_silences)
+    cluster = getattr(args, "cluster", None)
+    names = [c.name for c in config.clusters]
+    if cluster and cluster not in names:
+        raise ConfigError(f"--cluster: no cluster {cluster!r} in the config (clusters: {', '.join(names)})")
+    chosen = chosen_rules(rules, args.rule)
+    return backtest(config, rules, chosen, grid, ignore_silences=args.ignore_silences, cluster=cluster)
 
 
 def _time(ts: float | None) -> str:
@@ -150,13 +155,15 @@ def _change_lines(report: Report) -> list[str]:
     lines = ["\nStatus changes (seconds until notified, '-' never):"]
     for change in report.status_changes[:TABLE_ROWS]:
         delays = ", ".join(f"{rule} {'-' if d is None else f'{d:.0f}'}" for rule, d in change.delays.items())
-        lines.append(f"  {_time(change.at)}  {change.group_id} {change.previous}→{change.status}  {delays}")
+        group = f"{change.cluster}/{change.group_id}" if len(report.clusters) > 1 else change.group_id
+        lines.append(f"  {_time(change.at)}  {group} {change.previous}→{change.status}  {delays}")
     return lines
 
 
 def table(report: Report) -> str:
     head = (
-        f"Backtest of cluster {report.cluster}, {_time(report.since)} → {_time(report.until)} UTC, "
+        f"Backtest of cluster{'s' if len(report.clusters) > 1 else ''} {', '.join(report.clusters)}, "
+        f"{_time(report.since)} → {_time(report.until)} UTC, "
         f"every {report.evaluate_every_s:g} s ({report.steps} evaluations, {report.elapsed_s:.1f} s)"
     )
     notes = []
