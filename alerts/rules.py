@@ -315,8 +315,8 @@ def default_rules(alerts: AlertsConfig) -> list[AlertRule]:
         ),
         dict(
             # One page per cluster that cannot be read (its groups all turn ERR), instead of one
-            # ConsumerGroupStalled per group: the default inhibition mutes those. No `for`: the ERR
-            # statuses it mutes come from the same failed cycle, so it must fire no later than they do.
+            # ConsumerGroupStalled per group: the default inhibition mutes those. No `for`, as
+            # ConsumerGroupStalled has none: the failed cycle that makes the groups ERR pages once.
             name="ClusterUnreachable",
             metric="up",
             source=SampleSource.ADMIN.value,
