@@ -28,35 +28,21 @@ from spark_jobs import job
 from tests.api.conftest import RunningApi, wait_answering
 from tests.dashboard.conftest import KnownLake
 from tests.dashboard.test_browser import CHROMIUM, CHROMIUM_ARGS, RENDER_TIMEOUT_MS, serving_dashboard
-from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.fixtures.processes import run_lagwatch, start_lagwatch
 from tests.fixtures.two_clusters import Cluster, many_clusters_config
 from tests.spark_jobs.lake_workload import lake_rows
+from tests.test_many_clusters import WORKLOADS, lagging_group
 
 pytestmark = pytest.mark.slow
-
-#: Per cluster: records produced per partition, and the group's committed offsets.
-WORKLOADS = {
-    "home": ({0: 10, 1: 20, 2: 5}, {0: 4, 1: 20, 2: 0}),
-    "second": ({0: 7, 1: 3, 2: 30}, {0: 2, 1: 1, 2: 30}),
-}
-
 
 #: Every cluster's thresholds ([[clusters]] `lag`): WARN above 1 message, no STOP within the test.
 CLUSTER_LAG = {"warn_lag": 1, "stop_after_s": 3600}
 
 
 def expected_lag(cluster: str) -> dict[int, int]:
+    """Partition -> lag of `lagging_group` on that cluster (test_many_clusters' WORKLOADS)."""
     produced, committed = WORKLOADS[cluster]
     return {p: produced[p] - committed[p] for p in produced}
-
-
-def lagging_group(cluster: Cluster, topic: str, group: str) -> None:
-    produced, committed = WORKLOADS[cluster.name]
-    workload = KafkaWorkload(cluster.broker.bootstrap_servers)
-    workload.create_topic(topic, len(produced))
-    workload.produce(topic, produced)
-    workload.commit(group, topic, committed)
 
 
 def not_ok_rows(url: str) -> list[str]:
@@ -115,7 +101,7 @@ def test_two_clusters_from_collect_through_spark_to_lake_dashboard_and_api(
         [topic],
     )
     assert {(c, g, p): int(v) for c, g, p, v in lag} == {
-        (name, groups[name], p): v for name in WORKLOADS for p, v in expected_lag(name).items()
+        (name, groups[name], p): v for name in groups for p, v in expected_lag(name).items()
     }
     status = lake_rows(
         config,
@@ -123,7 +109,7 @@ def test_two_clusters_from_collect_through_spark_to_lake_dashboard_and_api(
         "FROM group_status GROUP BY ALL",
     )
     assert {(c, g): (s, int(t)) for c, g, s, t in status} == {
-        (name, groups[name]): ("WARN", sum(expected_lag(name).values())) for name in WORKLOADS
+        (name, groups[name]): ("WARN", sum(expected_lag(name).values())) for name in groups
     }
 
     api_log = tmp_path / "api.log"
