@@ -22,7 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from alerts.evaluate import Condition, Evaluator, Grid, Timeline, fingerprint, lake_files, series_filter
+from alerts.evaluate import (
+    Condition,
+    Evaluator,
+    Grid,
+    Timeline,
+    fingerprint,
+    lake_files,
+    series_filter,
+    sql_literal,
+)
 from alerts.notify import Notifier, Outgoing
 from alerts.rules import SOURCES, CompiledRule
 from lagwatch.backtest_report import (
@@ -229,10 +238,9 @@ def _rule_report(rule: CompiledRule, replayed: _Replayed, until: float) -> RuleR
     return RuleReport(rule.name, rule.kind, _reads(rule), alerts, notifications, {**totals, "by_receiver": by_receiver})
 
 
-def status_changes(
-    evaluator: Evaluator, cluster: str, since: float, until: float
-) -> list[tuple[StatusChange, float | None]]:
-    """Groups going to STALL or worse within the range, each with the time of the group's next change.
+def status_changes(evaluator: Evaluator, since: float, until: float) -> list[tuple[StatusChange, float | None]]:
+    """Groups of the evaluator's clusters going to STALL or worse within the range, each with the
+    time of the group's next change.
 
     Only groups with a row at STALL or worse in the range can have such a change: they are
     found in the raw files first, then read whole through the view, so a week of healthy
@@ -240,25 +248,27 @@ def status_changes(
     """
     source = SOURCES["group_status"]
     time_col = source.time_column
+    clusters = ", ".join(sql_literal(c) for c in evaluator.clusters)
     in_range = (
-        f"cluster = $cluster AND {time_col} > make_timestamptz($since) AND {time_col} <= make_timestamptz($until) "
+        f"cluster IN ({clusters}) AND {time_col} > make_timestamptz($since) AND {time_col} <= make_timestamptz($until) "
         f"AND {source.prune_column} > make_timestamptz($since - {round(source.prune_slack_s * 1e6)})"
     )
-    params = {"cluster": cluster, "since": round(since * 1e6), "until": round(until * 1e6)}
+    params = {"since": round(since * 1e6), "until": round(until * 1e6)}
     level = status_rank(CHANGE_LEVEL)
     serious = ", ".join(f"'{s}'" for s in STATUS_ORDER[level:])
     con = evaluator.connection()
     only = series_filter(con, lake_files(evaluator.lake, "group_status"), f"{in_range} AND status IN ({serious})",
-                         params, ["group_id"])  # fmt: skip
+                         params, ["cluster", "group_id"])  # fmt: skip
+    series = "PARTITION BY cluster, group_id ORDER BY changed_at"
     sql = (
-        f"WITH s AS (SELECT group_id, {time_col} AS changed_at, status FROM group_status WHERE {in_range} AND {only}), "
-        "t AS (SELECT *, lag(status) OVER (PARTITION BY group_id ORDER BY changed_at) AS previous FROM s) "
-        "SELECT group_id, epoch_us(changed_at) / 1e6, status, previous, "
-        "epoch_us(lead(changed_at) OVER (PARTITION BY group_id ORDER BY changed_at)) / 1e6 "
-        "FROM t WHERE previous IS NOT NULL AND status <> previous ORDER BY changed_at"
+        f"WITH s AS (SELECT cluster, group_id, {time_col} AS changed_at, status FROM group_status "
+        f"WHERE {in_range} AND {only}), t AS (SELECT *, lag(status) OVER ({series}) AS previous FROM s) "
+        "SELECT cluster, group_id, epoch_us(changed_at) / 1e6, status, previous, "
+        f"epoch_us(lead(changed_at) OVER ({series})) / 1e6 "
+        "FROM t WHERE previous IS NOT NULL AND status <> previous ORDER BY changed_at, cluster, group_id"
     )
     changes = []
-    for group_id, at, status, previous, next_at in con.execute(sql, params).fetchall():
+    for cluster, group_id, at, status, previous, next_at in con.execute(sql, params).fetchall():
         if _rank(status) >= level and _rank(status) > _rank(previous):
             changes.append((StatusChange(cluster, group_id, status, previous, at), next_at))
     return changes
@@ -314,12 +324,16 @@ def backtest(
     grid: Grid,
     *,
     ignore_silences: bool = False,
+    cluster: str | None = None,
 ) -> Report:
-    """Replay `rules` over `grid`; report the `chosen` ones (inhibiting rules are evaluated too)."""
+    """Replay `rules` over `grid`; report the `chosen` ones (inhibiting rules are evaluated too).
+
+    Every configured cluster, as the live engine reads them, or only `cluster` (its name in the config)."""
     started = time.monotonic()
     picked = [r for r in rules if r.name in chosen]
     needed = rules_needed(picked, rules, config)
-    evaluator = Evaluator(config, needed)
+    clusters = [config.cluster_named(cluster).name] if cluster else [c.name for c in config.clusters]
+    evaluator = Evaluator(config, needed, clusters)
     try:
         evaluator.load(grid.start, grid.end)
         log.info("backtest: read the lake for %d rules in %.1f s", len(needed), time.monotonic() - started)
@@ -331,12 +345,12 @@ def backtest(
         silences = [] if ignore_silences else [_silence(s) for s in list_silences(config)]
         replayed = _step_through(grid, timelines, notifier, silences, _progress_logger(grid.steps))
         log.info("backtest: stepped (%.1f s)", time.monotonic() - started)
-        changes = status_changes(evaluator, config.cluster.name, grid.start, grid.end)
+        changes = status_changes(evaluator, grid.start, grid.end)
         log.info("backtest: %d status changes (%.1f s)", len(changes), time.monotonic() - started)
     finally:
         evaluator.close()
     return Report(
-        cluster=config.cluster.name,
+        clusters=clusters,
         since=grid.start,
         until=grid.end,
         evaluate_every_s=grid.every_s,

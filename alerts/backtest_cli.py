@@ -23,7 +23,7 @@ from alerts.evaluate import Grid
 from alerts.rules import CompiledRule, compile_rules, effective_rules
 from lagwatch import exit_codes
 from lagwatch.backtest_report import Comparison, Report, rule_toml, to_json
-from lagwatch.config import Config, ConfigError, duration_seconds, parse_config
+from lagwatch.config import ENV_CLIENT_KEYS, Config, ConfigError, duration_seconds, parse_config
 
 #: At most this many alerts and notifications are listed per rule in the table (JSON has all).
 TABLE_ROWS = 50
@@ -44,6 +44,7 @@ def with_rules_file(config: Config, path: str) -> Config:
     merged["alerts"].update(data.get("alerts", {}))
     result = parse_config(merged, path, environ={})
     result.source_path = config.source_path
+    _restore_clients(result, config)
     try:
         compile_rules(result.alerts)
     except ConfigError as exc:
@@ -56,12 +57,23 @@ def _as_written(config: Config) -> dict[str, Any]:
     `cluster` and `clusters` both complete (and merged `[[jmx.targets]]` into the cluster), so
     the dump keeps one form of the two, as a file would."""
     data = config.model_dump(by_alias=True, exclude={"source_path"})
+    for client in (data["transport"]["client"], data["cluster"]["client"], *(c["client"] for c in data["clusters"])):
+        for key in ENV_CLIENT_KEYS:  # came from the environment: a file holding them is refused
+            client.pop(key, None)
     if len(config.clusters) == 1:
         del data["clusters"]
         data["jmx"]["targets"] = []  # already in cluster.jmx.targets
     else:
         del data["cluster"]
     return data
+
+
+def _restore_clients(result: Config, config: Config) -> None:
+    """Put back the environment's client secrets `_as_written` left out (in place, as loading puts
+    them: an assignment would be validated, and validation refuses secrets in client settings)."""
+    pairs = [(result.transport, config.transport), *zip(result.clusters, config.clusters, strict=True)]
+    for merged, loaded in pairs:
+        merged.client.update({k: v for k, v in loaded.client.items() if k in ENV_CLIENT_KEYS})
 
 
 def chosen_rules(rules: list[CompiledRule], names: list[str] | None) -> list[str]:
@@ -98,7 +110,12 @@ def grid_for(args: argparse.Namespace, every_s: float, now: float) -> Grid:
 
 def _run_one(config: Config, args: argparse.Namespace, grid: Grid) -> Report:
     rules = compile_rules(config.alerts)
-    return backtest(config, rules, chosen_rules(rules, args.rule), grid, ignore_silences=args.ignore_silences)
+    cluster = getattr(args, "cluster", None)
+    names = [c.name for c in config.clusters]
+    if cluster and cluster not in names:
+        raise ConfigError(f"--cluster: no cluster {cluster!r} in the config (clusters: {', '.join(names)})")
+    chosen = chosen_rules(rules, args.rule)
+    return backtest(config, rules, chosen, grid, ignore_silences=args.ignore_silences, cluster=cluster)
 
 
 def _time(ts: float | None) -> str:
@@ -138,13 +155,15 @@ def _change_lines(report: Report) -> list[str]:
     lines = ["\nStatus changes (seconds until notified, '-' never):"]
     for change in report.status_changes[:TABLE_ROWS]:
         delays = ", ".join(f"{rule} {'-' if d is None else f'{d:.0f}'}" for rule, d in change.delays.items())
-        lines.append(f"  {_time(change.at)}  {change.group_id} {change.previous}→{change.status}  {delays}")
+        group = f"{change.cluster}/{change.group_id}" if len(report.clusters) > 1 else change.group_id
+        lines.append(f"  {_time(change.at)}  {group} {change.previous}→{change.status}  {delays}")
     return lines
 
 
 def table(report: Report) -> str:
     head = (
-        f"Backtest of cluster {report.cluster}, {_time(report.since)} → {_time(report.until)} UTC, "
+        f"Backtest of cluster{'s' if len(report.clusters) > 1 else ''} {', '.join(report.clusters)}, "
+        f"{_time(report.since)} → {_time(report.until)} UTC, "
         f"every {report.evaluate_every_s:g} s ({report.steps} evaluations, {report.elapsed_s:.1f} s)"
     )
     notes = []

@@ -12,8 +12,8 @@ each scanning seven days would read the lake 500 times. The rows of each table t
 for the grid's range plus the longest lookback, are copied once (the time filter is on a key
 column, so DuckDB pushes it below the dedup into the Parquet scan) into a TEMP table; then at
 most one query per rule shape runs against it: rules that differ only in threshold, op, level
-or text share one query. Every rule sees the same data. Only rows of this engine's cluster
-(`[cluster] name`) count: one leader per cluster.
+or text share one query. Every rule sees the same data. Rows of every configured
+cluster count (`config.clusters`); each alert carries its row's cluster.
 
 Two query forms, chosen by the rule's shape and never by who asks:
 - a rule whose `by` names every label of its series (one series per alert) is answered as
@@ -144,6 +144,8 @@ def _filters(rule: CompiledRule) -> str:
     if rule.metric is not None:
         quoted = rule.metric.replace("'", "''")
         parts.append(f"metric = '{quoted}'")
+    if rule.sample_source:
+        parts.append(f"source = {sql_literal(rule.sample_source)}")
     parts += [f'"{label}" IS NOT NULL' for label in rule.by]
     return " AND ".join(parts)
 
@@ -268,7 +270,7 @@ def _snapshot_where(table: str, rules: list[CompiledRule], clusters: Sequence[st
     source = rules[0].source
     time_col = source.time_column
     lookback = max(r.lookback_s for r in rules)
-    in_clusters = f"cluster IN ({', '.join(_literal(c) for c in clusters)})"
+    in_clusters = f"cluster IN ({', '.join(sql_literal(c) for c in clusters)})"
     where = f"{in_clusters} AND {time_col} <= $until AND {time_col} > $since - to_seconds({lookback!r})"
     if source.prune_column:
         where += f" AND {source.prune_column} > $since - to_seconds({lookback + source.prune_slack_s!r})"
@@ -326,11 +328,12 @@ def series_filter(con: Any, source: str, where: str, params: dict[str, Any], col
         values = sorted({row[n] for row in found if row[n] is not None})
         if len(values) > MAX_IN_LIST:
             continue
-        parts.append(f"{column} IN ({', '.join(_literal(v) for v in values)})" if values else "false")
+        parts.append(f"{column} IN ({', '.join(sql_literal(v) for v in values)})" if values else "false")
     return " AND ".join(parts)
 
 
-def _literal(value: Any) -> str:
+def sql_literal(value: Any) -> str:
+    """A SQL literal of a string or number (quotes doubled), for IN lists DuckDB pushes into the scan."""
     if isinstance(value, str):
         return "'" + value.replace("'", "''") + "'"
     return repr(value)
@@ -347,10 +350,11 @@ def _utc(ts: float) -> dt.datetime:
 class Evaluator:
     """Holds one read-only DuckDB session over the lake; `evaluate(now)` runs every rule once."""
 
-    def __init__(self, config: Config, rules: list[CompiledRule]) -> None:
+    def __init__(self, config: Config, rules: list[CompiledRule], clusters: Sequence[str] | None = None) -> None:
+        """`clusters`: whose rows count (default: every configured cluster)."""
         self.rules = rules
         self.every_s = config.alerts.evaluate_every_s
-        self._clusters = [cluster.name for cluster in config.clusters]
+        self.clusters = list(clusters) if clusters is not None else [cluster.name for cluster in config.clusters]
         self.lake = config.resolve_path(config.lake.path)
         self._duckdb = config.resolve_path(config.lake.duckdb_path)
         self._con: Any = None
@@ -381,10 +385,10 @@ class Evaluator:
             only = ""
             if all(one_series_per_alert(r) for r in rules):
                 may_pass = " OR ".join(sorted({may_pass_sql(r) for r in rules}))
-                where = f"{_snapshot_where(table, rules, self._clusters)} AND ({may_pass})"
+                where = f"{_snapshot_where(table, rules, self.clusters)} AND ({may_pass})"
                 labels = [f'"{c}"' for c in rules[0].source.series if c != "cluster"]
                 only = series_filter(self.connection(), lake_files(self.lake, table), where, params, labels)
-            self.connection().execute(_snapshot_sql(table, rules, self._clusters, only), params)
+            self.connection().execute(_snapshot_sql(table, rules, self.clusters, only), params)
 
     def timelines(self, grid: Grid, strict: bool = False) -> list[Timeline]:
         """Every rule's true conditions over `grid`, read from the rows `load` copied.

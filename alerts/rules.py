@@ -16,7 +16,9 @@ from alerts.receivers import check_receiver_types
 from lagwatch import vocabulary
 from lagwatch.config import AlertRule, AlertsConfig, ConfigError, parse_duration
 from lagwatch.lake import LABEL_COLUMNS, TABLES
+from lagwatch.vocabulary import SOURCES as SAMPLE_SOURCES
 from lagwatch.vocabulary import STATUS_ORDER
+from lagwatch.vocabulary import Source as SampleSource
 
 METRIC_TABLES = ("metrics_1m", "metrics_10s")
 METRIC_FIELDS = ("last", "avg", "min", "max", "first", "rate_per_s", "samples")
@@ -86,6 +88,8 @@ class CompiledRule:
     source: Source
     #: Metric name for metrics_* tables; None where `value_column` is a column of the table.
     metric: str | None
+    #: metrics_* tables: only rows of this sample source ("" every source).
+    sample_source: str
     value_column: str
     by: tuple[str, ...]
     op: str
@@ -146,6 +150,8 @@ def _value_column(rule: AlertRule, source: Source, known_metrics: frozenset[str]
             )
         if rule.field not in METRIC_FIELDS:
             raise ConfigError(f"{where}: field: unknown field {rule.field!r} ({', '.join(METRIC_FIELDS)})")
+        if rule.source and rule.source not in SAMPLE_SOURCES:
+            raise ConfigError(f"{where}: source: unknown sample source {rule.source!r} ({', '.join(SAMPLE_SOURCES)})")
         registered = vocabulary.METRIC_BY_NAME.get(rule.metric)
         if rule.field == "rate_per_s" and registered is not None and registered.kind != "counter":
             raise ConfigError(
@@ -156,6 +162,8 @@ def _value_column(rule: AlertRule, source: Source, known_metrics: frozenset[str]
         if rule.metric != DEAD_LETTERS:
             raise ConfigError(f'{where}: metric: table dead_letters only offers metric "dead_letters"')
         return None, "count"
+    if rule.source:
+        raise ConfigError(f"{where}: source: only rules over metrics_1m / metrics_10s filter by sample source")
     if rule.metric == "status" and source.has_status:
         return None, "status"
     if rule.metric not in source.numeric:
@@ -214,6 +222,8 @@ def category_of(rule: AlertRule, source: Source) -> str:
         return "pipeline"
     if rule.metric == "up" and "broker" in rule.by:
         return "broker_down"
+    if rule.metric == "up" and rule.source == SampleSource.ADMIN:
+        return "cluster_down"  # the admin collector could not read the cluster at all
     return "kafka"
 
 
@@ -244,6 +254,7 @@ def compile_rule(rule: AlertRule, known_metrics: frozenset[str], receiver_names:
         kind=rule.kind,
         source=source,
         metric=metric,
+        sample_source=rule.source,
         value_column=value_column,
         by=tuple(rule.by),
         op=rule.op,
@@ -301,6 +312,18 @@ def default_rules(alerts: AlertsConfig) -> list[AlertRule]:
             severity="critical",
             **{"for": "1m"},
             summary="Broker {broker} does not answer its scrape",
+        ),
+        dict(
+            # One page per cluster that cannot be read (its groups all turn ERR), instead of one
+            # ConsumerGroupStalled per group: the default inhibition mutes those. No `for`, as
+            # ConsumerGroupStalled has none: the failed cycle that makes the groups ERR pages once.
+            name="ClusterUnreachable",
+            metric="up",
+            source=SampleSource.ADMIN.value,
+            op="==",
+            threshold=0,
+            severity="critical",
+            summary="Cluster {cluster} cannot be read (the admin collector's newest cycle failed): its groups are ERR",
         ),
         dict(
             name="LeaderElectionSpike",

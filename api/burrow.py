@@ -9,7 +9,11 @@ from their JSON tags), messages and codes its `kafka.go` handlers, group evaluat
 - `maxlag` is the partition with the highest `current_lag` (the first one seen on a tie);
 - `complete` per partition is the share of the commit window (`[lag] window_s`, one lake row
   per minute) the lake has rows for; a group's is the share of its partitions that are complete;
-- an unknown cluster or group answers 404 with status NOTFOUND, as Burrow's evaluator does.
+- an unknown cluster or group answers 404 with status NOTFOUND, as Burrow's evaluator does;
+- a group Lagwatch judged ERR (its cluster could not be read) has no current lag: its offsets'
+  `lag` is null and `end` null (Burrow's "unknown"), `current_lag` 0 (Burrow's uint64 has no
+  unknown), its status ERR (partitions STOP), and the response's `message` is the status
+  reason, where Burrow puts the evaluator's own explanation.
 
 Lagwatch's statuses become Burrow's through `api.statuses` (the one mapping table).
 """
@@ -148,6 +152,12 @@ def group_status(snap: Snapshot, cluster: str, group: str) -> Body | None:
     return body
 
 
+def message_for(snap: Snapshot, cluster: str, group: str, default: str) -> str:
+    """`default`, or the group's reason when Lagwatch judged it ERR (its lag is not known: say why)."""
+    row = snap.groups.get((cluster, group))
+    return row["reason"] if row is not None and row["status"] == "ERR" and row["reason"] else default
+
+
 def consumer_status(snap: Snapshot, path: str, cluster: str, group: str, show_all: bool) -> tuple[int, Body]:
     """`/status` (partitions worse than OK) and `/lag` (all partitions); NOTFOUND is a 404 with error false."""
     full = group_status(snap, cluster, group)
@@ -166,7 +176,8 @@ def consumer_status(snap: Snapshot, path: str, cluster: str, group: str, show_al
     else:
         status = full if show_all else {**full, "partitions": [p for p in full["partitions"] if p["status"] != "OK"]}
         code = 200
-    return code, {"error": False, "message": "consumer status returned", "status": status, "request": _request(path)}
+    message = message_for(snap, cluster, group, "consumer status returned")
+    return code, {"error": False, "message": message, "status": status, "request": _request(path)}
 
 
 def consumer_detail(snap: Snapshot, path: str, cluster: str, group: str) -> tuple[int, Body]:
@@ -193,4 +204,4 @@ def consumer_detail(snap: Snapshot, path: str, cluster: str, group: str) -> tupl
             "client_id": "",
             "current-lag": _lag(row["lag"]) or 0,
         }
-    return _ok(path, "consumer detail returned", topics=topics)
+    return _ok(path, message_for(snap, cluster, group, "consumer detail returned"), topics=topics)

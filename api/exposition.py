@@ -76,6 +76,7 @@ FAMILIES: tuple[tuple[str, str, str], ...] = (
         "gauge",
         "Seconds until retention deletes the committed offset",
     ),
+    ("lagwatch_cluster_up", "gauge", "1 when the admin collector's newest cycle read the cluster, 0 when it could not"),
     ("lagwatch_broker_up", "gauge", "1 when the broker answered its newest scrape"),
     ("lagwatch_broker_under_replicated_partitions", "gauge", "Under-replicated partitions led by the broker"),
     ("lagwatch_broker_offline_partitions", "gauge", "Offline partitions (controller's count)"),
@@ -176,6 +177,12 @@ def _cluster_units(snap: Snapshot) -> list[_Unit]:
             out.add(family, f'cluster="{out.esc(row["cluster"])}",broker="{out.esc(row["broker"])}"', value)
 
         units.append(_Unit(1, write))
+    for cluster, up in sorted(snap.clusters_up.items()):
+
+        def write_cluster_up(out: _Lines, cluster: str = cluster, up: float = up) -> None:
+            out.add("lagwatch_cluster_up", f'cluster="{out.esc(cluster)}"', up)
+
+        units.append(_Unit(1, write_cluster_up))
     for row in snap.pipeline:
 
         def write_pipeline(out: _Lines, row: dict[str, Any] = row) -> None:
@@ -209,8 +216,13 @@ class _Group:
     status_row: dict[str, Any] | None
 
     @cached_property
+    def known_lags(self) -> list[int]:
+        """The partitions' lags where known: an ERR row (its cluster unreachable) has none."""
+        return [max(0, r["lag"]) for r in self.partitions if r["lag"] is not None]
+
+    @cached_property
     def total_lag(self) -> int:
-        return sum(max(0, r["lag"] or 0) for r in self.partitions)
+        return sum(self.known_lags)
 
     @cached_property
     def severity(self) -> int:
@@ -225,20 +237,20 @@ def _groups_worst_first(snap: Snapshot) -> list[_Group]:
 
 
 def _group_unit(group: _Group) -> _Unit:
-    rows = group.partitions
+    rows, lags = group.partitions, group.known_lags
     time_lags = [r["time_lag_s"] for r in rows if r["time_lag_s"] is not None]
     burrow = statuses.burrow_group_status([statuses.burrow_partition_status(r["status"]) for r in rows])
     # Lagwatch's own group status: the group_status row, else the worst partition's.
     status_source = group.status_row or max(rows, key=lambda r: statuses.severity(r["status"]), default=None)
-    series = 2 + 2 * bool(rows) + bool(time_lags) + (status_source is not None)
+    series = 1 + 3 * bool(lags) + bool(time_lags) + (status_source is not None)
 
     def write(out: _Lines) -> None:
         c, g = out.esc(group.cluster), out.esc(group.group)
         klx, brw = f'cluster_name="{c}",group="{g}"', f'cluster="{c}",consumer_group="{g}"'
         out.add("burrow_kafka_consumer_status", brw, statuses.BURROW_CODES[burrow])
-        out.add("burrow_kafka_consumer_lag_total", brw, group.total_lag)
-        if rows:
-            out.add("kafka_consumergroup_group_max_lag", klx, max(max(0, r["lag"] or 0) for r in rows))
+        if lags:  # no known lag (every partition ERR): the lag series are absent, never 0
+            out.add("burrow_kafka_consumer_lag_total", brw, group.total_lag)
+            out.add("kafka_consumergroup_group_max_lag", klx, max(lags))
             out.add("kafka_consumergroup_group_sum_lag", klx, group.total_lag)
         if time_lags:
             out.add("kafka_consumergroup_group_max_lag_seconds", klx, max(time_lags))
@@ -254,7 +266,8 @@ def _group_unit(group: _Group) -> _Unit:
 def _group_topic_units(group: _Group) -> list[_Unit]:
     sums: dict[str, int] = defaultdict(int)
     for r in group.partitions:
-        sums[r["topic"]] += max(0, r["lag"] or 0)
+        if r["lag"] is not None:
+            sums[r["topic"]] += max(0, r["lag"])
 
     def unit(topic: str, total: int) -> _Unit:
         def write(out: _Lines) -> None:
@@ -267,9 +280,9 @@ def _group_topic_units(group: _Group) -> list[_Unit]:
 
 
 def _partition_series(row: dict[str, Any], retention: list[str]) -> int:
-    has_offset = row["committed_offset"] is not None
+    has_lag, has_offset = row["lag"] is not None, row["committed_offset"] is not None
     margins = sum(row.get(col) is not None for col in retention)
-    return 4 + 2 * has_offset + (row["time_lag_s"] is not None) + margins
+    return 2 + 2 * has_lag + 2 * has_offset + (row["time_lag_s"] is not None) + margins
 
 
 def _write_partitions(out: _Lines, rows: list[dict[str, Any]], retention: list[str]) -> None:
@@ -282,13 +295,14 @@ def _write_partitions(out: _Lines, rows: list[dict[str, Any]], retention: list[s
         for c, g, t, p in keys
     ]
     brw = [f'cluster="{c}",consumer_group="{g}",topic="{t}",partition="{p}"' for c, g, t, p in keys]
-    lags = [max(0, r["lag"] or 0) for r in rows]
+    # An ERR row (its cluster unreachable) has no lag: its lag series are absent, its status series stay.
+    with_lag = [(i, max(0, r["lag"])) for i, r in enumerate(rows) if r["lag"] is not None]
     fam = out.family
     fam("kafka_consumergroup_group_lag").extend(
-        [f"kafka_consumergroup_group_lag{{{k}}} {v}\n" for k, v in zip(klx, lags, strict=True)]
+        [f"kafka_consumergroup_group_lag{{{klx[i]}}} {v}\n" for i, v in with_lag]
     )
     fam("burrow_kafka_consumer_partition_lag").extend(
-        [f"burrow_kafka_consumer_partition_lag{{{k}}} {v}\n" for k, v in zip(brw, lags, strict=True)]
+        [f"burrow_kafka_consumer_partition_lag{{{brw[i]}}} {v}\n" for i, v in with_lag]
     )
     with_offset = [i for i, r in enumerate(rows) if r["committed_offset"] is not None]
     fam("kafka_consumergroup_group_offset").extend(

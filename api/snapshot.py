@@ -85,6 +85,15 @@ WHERE window_start >= $since AND window_start <= $until AND source IN {JMX_SOURC
 GROUP BY ALL
 """
 
+#: The admin collector's `up` per cluster: 0 when its newest cycle could not read the cluster.
+_CLUSTERS_UP_SQL = f"""
+SELECT cluster, arg_max_null("last", window_start) AS value
+FROM metrics_1m
+WHERE window_start >= $since AND window_start <= $until AND source = '{Source.ADMIN}' AND metric = 'up'
+  AND broker IS NULL
+GROUP BY ALL
+"""
+
 _PIPELINE_SQL = """
 SELECT cluster, query, arg_max_null(freshness_s, ts) AS freshness_s, max(ts) AS ts
 FROM pipeline_progress_since($recent) WHERE ts <= $until
@@ -134,6 +143,8 @@ class Snapshot:
     #: (cluster, topic) -> {partition: log end offset}.
     topic_offsets: dict[tuple[str, str], dict[int, int]]
     brokers: list[dict[str, Any]]
+    #: cluster -> the admin collector's newest `up` (1 read, 0 not), for clusters the lake has it of.
+    clusters_up: dict[str, float]
     pipeline: list[dict[str, Any]]
     collectors: list[dict[str, Any]]
     dead_letters: dict[str, int]
@@ -217,6 +228,7 @@ def read_snapshot(lake: Path, views: Path, window: ReadWindow, configured_cluste
         groups = {(r["cluster"], r["group_id"]): r for r in _rows(con, _GROUPS_SQL, params)}
         topic_rows = _rows(con, _TOPIC_OFFSETS_SQL, params)
         brokers = _rows(con, _BROKERS_SQL, params)
+        clusters_up = {r["cluster"]: r["value"] for r in _rows(con, _CLUSTERS_UP_SQL, params) if r["value"] is not None}
         pipeline = _rows(con, _PIPELINE_SQL, params)
         collectors = _rows(con, _COLLECTORS_SQL, params)
         dead = {r["cluster"]: int(r["records"]) for r in _rows(con, _DEAD_LETTERS_SQL, params)}
@@ -230,6 +242,7 @@ def read_snapshot(lake: Path, views: Path, window: ReadWindow, configured_cluste
         groups=groups,
         topic_offsets=_topic_offsets(topic_rows, partitions),
         brokers=brokers,
+        clusters_up=clusters_up,
         pipeline=pipeline,
         collectors=collectors,
         dead_letters=dead,

@@ -13,7 +13,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-VERSION = 1
+VERSION = 2
 
 _PROGRESS = re.compile(r"backtest progress (\d+)/(\d+) steps")
 
@@ -82,7 +82,8 @@ class StatusChange:
 
 @dataclass
 class Report:
-    cluster: str
+    #: The clusters whose rows were replayed: every configured one, or the one `--cluster` named.
+    clusters: list[str]
     since: float
     until: float
     evaluate_every_s: float

@@ -135,6 +135,7 @@ def _add_backtest(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
     backtest = sub.add_parser("backtest", help="replay rules over the lake's history; nothing is sent")
     backtest.add_argument("--rules", metavar="FILE", help="TOML with [[alerts.rules]] / [[alerts.inhibit_rules]]")
     backtest.add_argument("--rule", action="append", metavar="NAME", help="only this rule (repeatable)")
+    backtest.add_argument("--cluster", metavar="NAME", help="only this configured cluster (default: every one)")
     span = backtest.add_mutually_exclusive_group()
     span.add_argument("--since", default="1d", metavar="DURATION", help="the range ending now (default: 1d)")
     span.add_argument("--from", dest="from_", metavar="TS", help="range start, ISO 8601 (UTC unless a zone is given)")

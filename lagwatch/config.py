@@ -557,6 +557,9 @@ class AlertRule(_Model):
     table: str = ""
     #: metrics_* tables: which column of the window is compared (last | avg | min | max | rate_per_s | samples).
     field: str = "last"
+    #: metrics_* tables: only samples of this source (admin | jmx | prom | …); empty: every source.
+    #: `up` of source admin is the admin collector's: whether the cluster itself could be read.
+    source: str = ""
     #: How series not named in `by` are combined into one value per `by` label set.
     reduce: Literal["max", "min", "sum", "avg"] = "max"
     #: kind = "status": fire when the status is at or above this level (OK<WARN<REWIND<STALL<STOP<ERR<LOSS).
@@ -589,10 +592,12 @@ class AlertsConfig(_Model):
     use_default_rules: bool = True
     receivers: list[AlertReceiver] = Field(default_factory=list)
     rules: list[AlertRule] = Field(default_factory=list)
-    #: Default inhibition: a down broker (category broker_down) mutes lag alerts of its cluster.
+    #: Default inhibition: a down broker (category broker_down) or a cluster that cannot be read at
+    #: all (category cluster_down) mutes the lag alerts of its cluster.
     inhibit_rules: list[InhibitRule] = Field(
         default_factory=lambda: [
             InhibitRule(source_match={"category": "broker_down"}, target_match={"category": "lag"}),
+            InhibitRule(source_match={"category": "cluster_down"}, target_match={"category": "lag"}),
         ]
     )
     #: Metric names rules may use beyond the canonical ones (custom exporter metrics).

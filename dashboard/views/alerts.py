@@ -121,6 +121,8 @@ def _start_backtest(ctx: ui.AppContext, name: str, rule_text: str, scope: querie
     (work / "rules.toml").write_text(rule_text, encoding="utf-8")
     command = _cli(ctx, "--rules", str(work / "rules.toml"), "--rule", name, "--format", "json",
                    "--from", scope.start.isoformat(), "--to", scope.end.isoformat())  # fmt: skip
+    if scope.cluster in [cluster.name for cluster in ctx.config.clusters]:
+        command += ["--cluster", scope.cluster]  # the picked cluster, as the page's chart of the rule's series
     with open(work / "out.json", "wb") as out, open(work / "err.log", "wb") as err:
         process = subprocess.Popen(command, stdout=out, stderr=err, start_new_session=True)
     st.session_state["backtest"] = {"process": process, "work": work, "rule": name, "toml": rule_text,

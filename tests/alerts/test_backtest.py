@@ -16,7 +16,7 @@ from alerts.evaluate import Grid
 from alerts.receivers import rfc3339
 from alerts.rules import compile_rules
 from lagwatch.backtest_report import Comparison, from_json
-from lagwatch.config import Config
+from lagwatch.config import Config, load_config
 from tests.fixtures import lake_rows
 from tests.fixtures.processes import ROOT
 
@@ -142,3 +142,51 @@ def _toml(config: Config) -> str:
         f'evaluate_every_s = {alerts.evaluate_every_s}\ngroup_wait = "{alerts.group_wait}"\n'
         f'group_interval = "{alerts.group_interval}"\n{receivers}'
     )
+
+
+def two_cluster_config(tmp_path: Path, receiver_url: str) -> tuple[Config, Path]:
+    """[[clusters]] home and second, the stop rule, and the file the CLI reads."""
+    text = (
+        '[[clusters]]\nname = "home"\nbootstrap_servers = "127.0.0.1:9"\n'
+        '[[clusters]]\nname = "second"\nbootstrap_servers = "127.0.0.1:9"\n'
+        f'[lake]\npath = "{tmp_path / "lake"}"\nduckdb_path = "{tmp_path / "lagwatch.duckdb"}"\n'
+        f'[alerts]\nstate_dir = "{tmp_path / "alerts"}"\nuse_default_rules = false\nleadership = "none"\n'
+        + "".join(f"{k} = {json.dumps(v)}\n" for k, v in TIMING.items())
+        + f'[[alerts.receivers]]\nname = "ops"\nurl = "{receiver_url}"\n[[alerts.rules]]\n'
+        + "".join(f"{k} = {json.dumps(v)}\n" for k, v in stop_rule("1m").items())
+    )
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return load_config(path), path
+
+
+def test_every_cluster_is_replayed_or_the_one_named(tmp_path, webhook_receiver):
+    """The live engine reads every configured cluster, so the backtest does: the same dead group
+    name on both clusters is two alerts and two status changes, each under its cluster."""
+    config, path = two_cluster_config(tmp_path, webhook_receiver.url)
+    for cluster in ("home", "second"):
+        for ts in ROW_S:
+            status = "STOP" if STOP_AT <= ts < STOP_AT + DEAD_S else "OK"
+            lake_rows.group_status(config.lake.path, ts, "payments", status=status, cluster=cluster)
+    grid = Grid.over(T0, T0 + 600, EVERY_S)
+
+    report = backtest(config, compile_rules(config.alerts), ["GroupStopped"], grid)
+
+    assert report.clusters == ["home", "second"]
+    assert sorted(a.labels["cluster"] for a in report.rules[0].alerts) == ["home", "second"]
+    changes = sorted((c.cluster, c.group_id, c.status, c.at) for c in report.status_changes)
+    assert changes == [("home", "payments", "STOP", STOP_AT), ("second", "payments", "STOP", STOP_AT)]
+    assert all(c.delays["GroupStopped"] is not None for c in report.status_changes), "each notified"
+
+    command = [sys.executable, "-m", "lagwatch.cli", "--config", str(path), "alerts", "backtest", "--cluster",
+               "second", "--from", rfc3339(T0), "--to", rfc3339(T0 + 600), "--format", "json"]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=os.environ, timeout=120)
+    assert done.returncode == 0, done.stderr
+    only = from_json(done.stdout)
+    assert only.clusters == ["second"]
+    assert [a.labels["cluster"] for a in only.rules[0].alerts] == ["second"]
+    assert [(c.cluster, c.at) for c in only.status_changes] == [("second", STOP_AT)]
+
+    done = subprocess.run([*command[:8], "third"], cwd=ROOT, capture_output=True, text=True, env=os.environ)
+    assert done.returncode == 2
+    assert "--cluster: no cluster 'third' in the config (clusters: home, second)" in done.stderr
