@@ -315,14 +315,15 @@ def default_rules(alerts: AlertsConfig) -> list[AlertRule]:
         ),
         dict(
             # One page per cluster that cannot be read (its groups all turn ERR), instead of one
-            # ConsumerGroupStalled per group: the default inhibition mutes those. No `for`, as
-            # ConsumerGroupStalled has none: the failed cycle that makes the groups ERR pages once.
+            # ConsumerGroupStalled per group: the default inhibition mutes those from the first failed
+            # cycle (a pending source inhibits), and the page waits a minute so one blip is no page.
             name="ClusterUnreachable",
             metric="up",
             source=SampleSource.ADMIN.value,
             op="==",
             threshold=0,
             severity="critical",
+            **{"for": "1m"},
             summary="Cluster {cluster} cannot be read (the admin collector's newest cycle failed): its groups are ERR",
         ),
         dict(

@@ -73,6 +73,10 @@ def test_a_down_cluster_pages_once_and_its_groups_are_inhibited(
 
     engine.step(now=t0)
     engine.step(now=t0 + 2)
+    assert firing(webhook_receiver) == [("ConsumerGroupStalled", "home", "payments")], (
+        "while ClusterUnreachable waits out its `for`, it already mutes the down cluster's groups"
+    )
+    engine.step(now=t0 + 62)  # still down a minute on: the page
 
     assert firing(webhook_receiver) == [
         ("ClusterUnreachable", "down", ""),
@@ -92,19 +96,32 @@ def test_a_down_cluster_pages_once_and_its_groups_are_inhibited(
     assert sorted(inhibited) == sorted(("down", g) for g in DOWN_GROUPS)
 
 
+def statuses(webhook_receiver: Any) -> list[tuple[str, str]]:
+    return [(a["labels"]["alertname"], a["status"]) for r in webhook_receiver.received() for a in r.json()["alerts"]]
+
+
 def test_once_the_cluster_answers_again_the_page_resolves(
     down_at: tuple[Config, float], webhook_receiver: Any, engine_for: Any
 ) -> None:
     config, t0 = down_at
     engine = engine_for(config)
     engine.step(now=t0)
-    admin_up(config.lake.path, t0 + 1, "down", 1.0)  # the same minute's window, rewritten by a later batch
-    engine.step(now=t0 + 2)
+    engine.step(now=t0 + 62)
+    admin_up(config.lake.path, t0 + 63, "down", 1.0)  # the same minute's window, rewritten by a later batch
+    engine.step(now=t0 + 64)
 
-    statuses = [
-        (a["labels"]["alertname"], a["status"]) for r in webhook_receiver.received() for a in r.json()["alerts"]
-    ]
-    assert statuses == [("ClusterUnreachable", "firing"), ("ClusterUnreachable", "resolved")]
+    assert statuses(webhook_receiver) == [("ClusterUnreachable", "firing"), ("ClusterUnreachable", "resolved")]
+
+
+def test_one_failed_cycle_is_no_page(down_at: tuple[Config, float], webhook_receiver: Any, engine_for: Any) -> None:
+    config, t0 = down_at
+    engine = engine_for(config)
+    engine.step(now=t0)
+    admin_up(config.lake.path, t0 + 15, "down", 1.0)  # the next cycle answered
+    engine.step(now=t0 + 16)
+    engine.step(now=t0 + 80)
+
+    assert statuses(webhook_receiver) == []
 
 
 @pytest.mark.parametrize(
