@@ -21,6 +21,7 @@ from lagwatch.kafka import ensure_topic
 from tests.conftest import ARTIFACTS
 from tests.fixtures.config_file import write_config
 from tests.fixtures.processes import start_lagwatch
+from tests.fixtures.real_kafka import RealKafkaBroker
 from tests.fixtures.spark_kafka import spark_kafka_jars
 from tests.spark_jobs.samples_io import produce_values
 from tests.spark_jobs.test_cluster import (
@@ -39,10 +40,15 @@ from tests.spark_jobs.test_cluster import (
 
 TABLES = ("metrics_10s", "metrics_1m", "lag_1m", "group_status", "dead_letters")
 MALFORMED = [b"{not json", b'{"v":1,"metric":"x"}']
+#: The transport's SASL password, read by the job from its environment (never from the file).
+PASSWORD_ENV = "LAGWATCH_TRANSPORT_SASL_PASSWORD"
 
 
-def native_config(directory: Path, servers: str, topic: str, source: str, connector: bool = True) -> Path:
-    """The job's config for `source`; the native one gets the connector through `[spark] jars`."""
+def native_config(
+    directory: Path, servers: str, topic: str, source: str, connector: bool = True, **transport: Any
+) -> Path:
+    """The job's config for `source`; the native one gets the connector through `[spark] jars`.
+    `transport` adds `[transport]` keys (its own servers and client settings)."""
     directory.mkdir(parents=True, exist_ok=True)
     spark: dict[str, Any] = {
         "source": source,
@@ -53,7 +59,7 @@ def native_config(directory: Path, servers: str, topic: str, source: str, connec
         spark["jars"] = [str(spark_kafka_jars())]
     sections = {
         "cluster": {"name": "cluster-test", "bootstrap_servers": servers},
-        "transport": {"samples_topic": topic, "samples_partitions": TOPIC_PARTITIONS},
+        "transport": {"samples_topic": topic, "samples_partitions": TOPIC_PARTITIONS, **transport},
         "lake": {"path": str(directory / "lake"), "duckdb_path": str(directory / "lagwatch.duckdb")},
         "spark": spark,
     }
@@ -131,3 +137,26 @@ def test_without_the_connector_the_job_exits_2_saying_what_to_set(broker: Any, t
     assert "[spark] packages" in output and "[spark] jars" in output
     assert "org.apache.spark:spark-sql-kafka-0-10_2.13:4." in output
     assert "Traceback" not in output and "at org.apache" not in output, "a message, not a stack trace"
+
+
+@pytest.mark.slow
+def test_the_native_source_reads_over_sasl_with_the_password_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker whose only listener the job is given wants SASL/PLAIN: the Java client can read
+    only if the librdkafka user name and the environment's password became its sasl.jaas.config
+    (quotes and backslashes in it: test_kafka_options.py, against the Java client's own parser)."""
+    password = "s3cret-for-the-job"
+    with RealKafkaBroker(work_dir=tmp_path / "kafka", sasl_users={"lagwatch": password}) as secured:
+        topic = f"sasl-{tmp_path.name}"
+        ensure_topic({"bootstrap.servers": secured.bootstrap_servers}, topic, TOPIC_PARTITIONS)
+        samples = [s for cycle in range(6) for s in cycle_samples(cycle)]
+        produce(secured.bootstrap_servers, topic, samples)
+        sasl = {"security.protocol": "sasl_plaintext", "sasl.mechanism": "PLAIN", "sasl.username": "lagwatch"}
+        transport = {"bootstrap_servers": secured.sasl_bootstrap_servers, "client": sasl}
+        config = native_config(tmp_path / "job", secured.bootstrap_servers, topic, "kafka", **transport)
+        log = ARTIFACTS / f"{topic}.log"
+        monkeypatch.setenv(PASSWORD_ENV, password)  # the job's environment, inherited by its process
+        run_available_now(config, log)
+    assert sum(records_read(config)) == len(samples), f"see {log}"
+    assert_meaningful(config, 6 * BROKERS)
