@@ -635,6 +635,7 @@ CLUSTER_ENV_PROPERTIES = {
     "SASL_USERNAME": "sasl.username",
     "SASL_PASSWORD": "sasl.password",
     "SSL_KEY_PASSWORD": "ssl.key.password",
+    "SSL_KEYSTORE_PASSWORD": "ssl.keystore.password",
     "SASL_OAUTHBEARER_CLIENT_SECRET": "sasl.oauthbearer.client.secret",
 }
 

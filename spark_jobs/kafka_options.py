@@ -67,8 +67,8 @@ DEFAULT_MECHANISM = "GSSAPI"
 
 #: Security settings with no Java counterpart, and what to do instead.
 UNMAPPABLE = {
-    "ssl.certificate.location": "use a PKCS#12 keystore instead (ssl.keystore.location + the "
-    "LAGWATCH_…_SSL_KEYSTORE_PASSWORD secret), which both clients read",
+    "ssl.certificate.location": "use a PKCS#12 keystore instead (ssl.keystore.location, its password in "
+    "LAGWATCH_TRANSPORT_SSL_KEYSTORE_PASSWORD), which both clients read",
     "ssl.key.location": "use a PKCS#12 keystore instead (ssl.keystore.location), which both clients read",
     "ssl.certificate.pem": "use a PKCS#12 keystore instead (ssl.keystore.location), which both clients read",
     "ssl.key.pem": "use a PKCS#12 keystore instead (ssl.keystore.location), which both clients read",

@@ -62,10 +62,13 @@ def test_a_ca_file_becomes_a_pem_truststore_and_host_checks_can_be_turned_off(tm
     assert options["ssl.endpoint.identification.algorithm"] == ""
 
 
-def test_a_pkcs12_keystore_keeps_its_name_and_gets_its_type() -> None:
-    options = _java_options({"ssl.keystore.location": "/etc/kafka/client.p12"})
+def test_a_pkcs12_keystore_keeps_its_name_and_gets_its_type_and_its_password_from_the_environment() -> None:
+    options = _java_options(
+        {"ssl.keystore.location": "/etc/kafka/client.p12"}, {"LAGWATCH_TRANSPORT_SSL_KEYSTORE_PASSWORD": "ks"}
+    )
     assert options["ssl.keystore.location"] == "/etc/kafka/client.p12"
     assert options["ssl.keystore.type"] == "PKCS12"
+    assert options["ssl.keystore.password"] == "ks"
 
 
 @pytest.mark.parametrize(
