@@ -13,11 +13,14 @@ export KAFKA_HOME ?= $(CURDIR)/.kafka/kafka-4.3.1-kraft-srcbuild
 # JMX backend tests on the test double do not depend on the broker, so only the real-broker
 # JMX test repeats.
 export KAFKA_HOME_COMPAT ?= $(CURDIR)/.kafka/kafka-3.8.0-kraft-srcbuild
+# Spark's Kafka connector for `[spark] source = "kafka"` (its tests and the sources bench): the
+# user's folder of jars, or the bundled build for PySpark 4.3 unpacked into .spark-kafka/.
+export SPARK_KAFKA_JARS ?= $(CURDIR)/.spark-kafka/spark-sql-kafka-4.3.0-srcbuild/jars
 COMPAT_TESTS := $(wildcard tests/collectors/test_*.py) tests/collectors/jmx/test_real_broker.py \
 	tests/spark_jobs/test_commit_log_lake.py tests/spark_jobs/test_membership_status_lake.py \
 	tests/test_membership_end_to_end.py
 
-.PHONY: run test test-fast bench lint system-deps test-system-deps kafka-home clean venv
+.PHONY: run test test-fast bench lint system-deps test-system-deps kafka-home spark-kafka-jars clean venv
 
 venv: $(STAMP)
 
@@ -40,11 +43,15 @@ test-system-deps:
 kafka-home:
 	@scripts/kafka-home.sh
 
+# Spark's Kafka connector jars at $SPARK_KAFKA_JARS (the native source's tests and bench).
+spark-kafka-jars:
+	@scripts/spark-kafka-jars.sh
+
 run: venv system-deps
 	$(BIN)/lagwatch up
 
 # Both runs always run; either failing fails the target.
-test: venv test-system-deps kafka-home
+test: venv test-system-deps kafka-home spark-kafka-jars
 	@status=0; \
 	$(BIN)/python -m pytest || status=1; \
 	echo "== again on the oldest supported Kafka ($(KAFKA_HOME_COMPAT)): $(COMPAT_TESTS)"; \
@@ -52,10 +59,10 @@ test: venv test-system-deps kafka-home
 	exit $$status
 
 # Everything but the tests marked slow (for a quick loop while developing).
-test-fast: venv test-system-deps kafka-home
+test-fast: venv test-system-deps kafka-home spark-kafka-jars
 	$(BIN)/python -m pytest -m "not slow"
 
-bench: venv system-deps kafka-home
+bench: venv system-deps kafka-home spark-kafka-jars
 	$(BIN)/python -m bench
 
 lint: venv
@@ -63,4 +70,4 @@ lint: venv
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf lake state .kafka lagwatch.duckdb test-artifacts bench/results.md bench/.data
+	rm -rf lake state .kafka .spark-kafka lagwatch.duckdb test-artifacts bench/results.md bench/.data

@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, str] = {
     "commit log": "bench.bench_commit_log",
     "jmx collector": "bench.bench_jmx",
     "spark job": "bench.bench_spark",
+    "spark sources": "bench.bench_spark_sources",
     "dashboard": "bench.bench_dashboard",
     "alerts": "bench.bench_alerts",
     "alert backtest": "bench.bench_backtest",

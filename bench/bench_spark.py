@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -109,8 +110,10 @@ def _write_config(
     trigger_s: float,
     max_rows_per_batch: int = BATCH_ROWS,
     master: str = "local[2]",
+    source: str = "python",
 ) -> Path:
     path = directory / "config.toml"
+    connector = f"jars = {json.dumps([str(_connector_jars())])}\n" if source == "kafka" else ""
     on_cluster = (
         ""
         if master.startswith("local")
@@ -132,10 +135,18 @@ master = "{master}"
 trigger_s = {trigger_s}
 max_rows_per_batch = {max_rows_per_batch}
 checkpoint_dir = "{directory / "checkpoints"}"
-[spark.conf]
+source = "{source}"
+{connector}[spark.conf]
 {on_cluster}{os.environ.get("LAGWATCH_BENCH_SPARK_CONF", "")}"""
     )
     return path
+
+
+def _connector_jars() -> Path:
+    """Spark's Kafka connector for `source = "kafka"` (`make bench` unpacks it: SPARK_KAFKA_JARS)."""
+    from tests.fixtures.spark_kafka import spark_kafka_jars
+
+    return spark_kafka_jars()
 
 
 @dataclass
@@ -146,6 +157,8 @@ class JobWatch:
     driver: float = 0.0
     workers: float = 0.0
     total: float = 0.0
+    #: Most Python worker processes alive at once (the job's Python children).
+    worker_processes: int = 0
     #: CPU seconds last seen per process of the tree (a process's final half second may be missed).
     cpu: dict[int, float] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -161,6 +174,7 @@ class JobWatch:
     def _loop(self, root_pid: int) -> None:
         while not self._stop.is_set():
             jvm = driver = workers = 0.0
+            processes = 0
             for pid, command, rss, cpu in _tree(root_pid):
                 self.cpu[pid] = cpu
                 if pid == root_pid:
@@ -169,8 +183,10 @@ class JobWatch:
                     jvm += rss
                 elif "python" in command:
                     workers += rss
+                    processes += 1
             self.jvm, self.driver = max(self.jvm, jvm), max(self.driver, driver)
             self.workers, self.total = max(self.workers, workers), max(self.total, jvm + driver + workers)
+            self.worker_processes = max(self.worker_processes, processes)
             time.sleep(0.5)
 
 
@@ -265,11 +281,17 @@ THROUGHPUT_TOPIC = "bench-throughput"
 
 
 def throughput(
-    servers: str, directory: Path, broker_pid: int, master: str = "local[2]", cluster_roots: tuple[int, ...] = ()
+    servers: str,
+    directory: Path,
+    broker_pid: int,
+    master: str = "local[2]",
+    cluster_roots: tuple[int, ...] = (),
+    source: str = "python",
 ) -> tuple[Throughput, JobWatch]:
-    """`stream --available-now` over the preloaded topic on `master`; `cluster_roots` are the PIDs
-    of the Workers whose process trees (executors, their Python workers) count in the job's CPU."""
-    config_path = _write_config(directory, servers, THROUGHPUT_TOPIC, trigger_s=2, master=master)
+    """`stream --available-now` over the preloaded topic on `master` with the `source` Kafka source;
+    `cluster_roots` are the PIDs of the Workers whose process trees (executors, their Python
+    workers) count in the job's CPU."""
+    config_path = _write_config(directory, servers, THROUGHPUT_TOPIC, trigger_s=2, master=master, source=source)
     watch = JobWatch()
     workers = [JobWatch() for _ in cluster_roots]
     broker_cpu, started = _cpu_seconds(broker_pid), time.monotonic()

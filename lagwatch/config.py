@@ -55,6 +55,12 @@ def client_env_var(section: str, key: str) -> str:
     return f"LAGWATCH_{section.upper()}_{key.upper().replace('.', '_')}"
 
 
+#: Java Kafka client settings that hold secrets (refused in `[spark] kafka_options`).
+JAVA_SECRET_KEYS = frozenset({"sasl.jaas.config", "ssl.keystore.key"})
+
+_MAVEN_COORDINATE = re.compile(r"[\w.-]+:[\w.-]+:[\w.+-]+")
+
+
 class ConfigError(Exception):
     """A configuration problem, already phrased for the operator (file and key named)."""
 
@@ -313,8 +319,20 @@ class SparkConfig(_Model):
     master: str = "local[2]"
     trigger_s: float = Field(2, gt=0)
     checkpoint_dir: str = "state/checkpoints"
-    #: python: the bundled confluent-kafka data source; kafka: Spark's native source (needs the jar).
+    #: python: the bundled confluent-kafka data source; kafka: Spark's native source (needs the
+    #: connector: `jars` or `packages` below, docs/operations.md "Which Kafka source").
     source: Literal["python", "kafka"] = "python"
+    #: Jars put on Spark's classpath (`spark.jars`): files, or folders whose every *.jar is taken;
+    #: a relative path is resolved against the config file's folder. The way to the native source's
+    #: connector where Maven Central is out of reach.
+    jars: list[str] = Field(default_factory=list)
+    #: Maven coordinates Spark resolves and fetches at start (`spark.jars.packages`), e.g.
+    #: "org.apache.spark:spark-sql-kafka-0-10_2.13:<PySpark version>".
+    packages: list[str] = Field(default_factory=list)
+    #: Java Kafka client settings for `source = "kafka"` only, added to those translated from the
+    #: librdkafka `client` settings (these win): what librdkafka has no name for, such as a JKS
+    #: truststore. Secrets are refused here; they come from the environment.
+    kafka_options: dict[str, str] = Field(default_factory=dict)
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     #: Records per micro-batch at most, when a backlog waits (live batches are far smaller). A batch
     #: has a fixed cost (a batch of a few records takes as long), which bigger batches pay less
@@ -337,6 +355,25 @@ class SparkConfig(_Model):
     kafka_read_timeout_s: float = Field(120, gt=0)
     #: Seconds between compaction/retention passes over the lake, run in the driver.
     maintenance_interval_s: float = Field(60, gt=0)
+
+    @field_validator("packages")
+    @classmethod
+    def _maven_coordinates(cls, packages: list[str]) -> list[str]:
+        for package in packages:
+            if not _MAVEN_COORDINATE.fullmatch(package):
+                raise ValueError(f"{package!r} is not a Maven coordinate group:artifact:version")
+        return packages
+
+    @field_validator("kafka_options")
+    @classmethod
+    def _no_java_secrets(cls, options: dict[str, str]) -> dict[str, str]:
+        for key in options:
+            if key in JAVA_SECRET_KEYS or "password" in key:
+                raise ValueError(
+                    f"'{key}' carries a secret: set the librdkafka form through the environment "
+                    "(e.g. LAGWATCH_TRANSPORT_SASL_PASSWORD), which the native source translates"
+                )
+        return options
 
 
 class LagConfig(_Model):

@@ -22,7 +22,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from lagwatch.config import Config
+from lagwatch.config import Config, ConfigError
 
 log = logging.getLogger(__name__)
 
@@ -85,8 +85,33 @@ def session_settings(config: Config) -> dict[str, str]:
         "spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS,
         "spark.executor.extraJavaOptions": JAVA_OPTIONS,
     }
+    settings.update(classpath_settings(config))
     settings.update({str(k): str(v) for k, v in config.spark.conf.items()})
     return settings
+
+
+def classpath_settings(config: Config) -> dict[str, str]:
+    """`spark.jars` from `[spark] jars` (each folder's *.jar files) and `spark.jars.packages` from `packages`."""
+    settings: dict[str, str] = {}
+    jars = [str(jar) for entry in config.spark.jars for jar in _jar_files(config.resolve_path(entry), entry)]
+    if jars:
+        settings["spark.jars"] = ",".join(jars)
+    if config.spark.packages:
+        settings["spark.jars.packages"] = ",".join(config.spark.packages)
+    return settings
+
+
+def _jar_files(path: Path, written: str) -> list[Path]:
+    """A jar, or every jar in a folder; anything else is a ConfigError naming the entry, since Spark
+    would start without it and fail only when a class is missing."""
+    if path.is_dir():
+        found = sorted(path.glob("*.jar"))
+        if not found:
+            raise ConfigError(f"spark.jars: {written!r} ({path}) holds no .jar file")
+        return found
+    if path.is_file() and path.suffix == ".jar":
+        return [path]
+    raise ConfigError(f"spark.jars: {written!r} ({path}) is neither a .jar file nor a folder of them")
 
 
 def _python_path_for_workers() -> None:

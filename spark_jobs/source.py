@@ -15,11 +15,16 @@ from typing import Any
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from lagwatch.config import Config
+from lagwatch.config import Config, ConfigError
 from lagwatch.kafka import transport_client_config
 from spark_jobs import kafka_source, route
+from spark_jobs.kafka_options import java_client_options
 from spark_jobs.parse import parse_records
 from spark_jobs.schema import KAFKA_RECORD_SCHEMA
+
+#: What Spark says when `format("kafka")` finds no connector (error condition
+#: KAFKA_DATA_SOURCE_NOT_ENABLED in Spark 4).
+CONNECTOR_MISSING = "Failed to find data source: kafka"
 
 
 def python_source(spark: Any, config: Config) -> DataFrame:
@@ -42,8 +47,9 @@ def python_source(spark: Any, config: Config) -> DataFrame:
 
 
 def native_source(spark: Any, config: Config) -> DataFrame:
-    """Spark's own Kafka source; librdkafka-style client settings map to `kafka.`-prefixed options."""
-    client = transport_client_config(config)
+    """Spark's own Kafka source; the librdkafka client settings become Java client options
+    (``kafka_options.py``). A classpath without the connector is a ConfigError saying how to add it."""
+    client = java_client_options(transport_client_config(config), config.spark.kafka_options)
     reader = (
         spark.readStream.format("kafka")
         .option("subscribe", config.transport.samples_topic)
@@ -52,9 +58,30 @@ def native_source(spark: Any, config: Config) -> DataFrame:
         .option("failOnDataLoss", "false")
     )
     for key, value in client.items():
-        reader = reader.option(f"kafka.{key}", str(value))
-    frame = reader.load()
+        reader = reader.option(f"kafka.{key}", value)
+    try:
+        frame = reader.load()
+    except Exception as exc:  # pyspark's AnalysisException; its condition names the missing connector
+        if CONNECTOR_MISSING not in str(exc):
+            raise
+        raise ConfigError(connector_missing_message(spark.version)) from None
     return frame.select(*[F.col(f.name).cast(f.dataType).alias(f.name) for f in KAFKA_RECORD_SCHEMA.fields])
+
+
+def connector_coordinates(spark_version: str) -> str:
+    """The Maven coordinates of the Kafka connector for this Spark (every Spark 4 is Scala 2.13)."""
+    return f"org.apache.spark:spark-sql-kafka-0-10_2.13:{spark_version}"
+
+
+def connector_missing_message(spark_version: str) -> str:
+    coordinates = connector_coordinates(spark_version)
+    return (
+        '[spark] source = "kafka" needs Spark\'s Kafka connector (spark-sql-kafka-0-10) on the classpath, and '
+        f'Spark {spark_version} did not find it. With Maven Central: set [spark] packages = ["{coordinates}"] '
+        f'(spark-submit: --packages {coordinates}). Without: set [spark] jars = ["/path/to/jars"], a folder '
+        "holding the connector and the jars it needs beside Spark's (kafka-clients, commons-pool2, …; "
+        'spark-submit: --jars). Or set [spark] source = "python", which needs no jar.'
+    )
 
 
 def routed_samples(spark: Any, config: Config) -> DataFrame:
