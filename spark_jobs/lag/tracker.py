@@ -23,7 +23,15 @@ from typing import Any
 
 from spark_jobs.lag import reasons
 from spark_jobs.lag.rules import Membership, Thresholds, judge
-from spark_jobs.lag.time_lag import append_history, eta_seconds, interpolate_time_lag, rate, retention_seconds
+from spark_jobs.lag.time_lag import (
+    Evidence,
+    append_history,
+    eta_seconds,
+    interpolate_time_lag,
+    rate,
+    retention_seconds,
+    with_lower_bound,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +197,10 @@ class PartitionTracker:
         time_lag = interpolate_time_lag(
             self.history_ts, self.history_end, committed, lag, now_ms, thresholds.min_history_points
         )
+        evidence = Evidence(
+            self.history_ts, self.history_end, self.commit_ts, self.commit_offset, self.committed_since_ms
+        )
+        time_lag = with_lower_bound(time_lag, evidence, committed, now_ms)
         log_start = self.log_start_offset if self.log_start_ts_ms >= 0 else None
         verdict = judge(
             self.window_ts,
