@@ -1,9 +1,12 @@
-"""The snapshot cache: stale-while-revalidate, one lake read at a time.
+"""The snapshot cache: stale-while-revalidate within a bound, one lake read at a time.
 
 A request takes whatever snapshot is current; when it is older than `[api] cache_s`, one
 background thread reads a new one (and renders /metrics from it) while requests keep being
-answered from the old one. Only the very first request waits for a read. An idle API reads
-nothing. A failed read keeps the previous snapshot and is reported by /readyz.
+answered from the old one, for at most `STALE_SERVED_S` more. An idle API reads nothing, so
+the first request after an idle spell finds a snapshot minutes old: it waits for the new read
+instead (`wait_newer`) — answered from the old one, /readyz said 503 and /metrics lacked every
+series newer than the API's start while the lake was fresh. A failed read keeps the previous
+snapshot and is reported by /readyz.
 """
 
 from __future__ import annotations
@@ -19,6 +22,12 @@ from api.exposition import Rendered, render
 from api.snapshot import Snapshot
 
 log = logging.getLogger(__name__)
+
+#: Seconds past `cache_s` a snapshot is still served while the next one is read (a scrape every
+#: 15 s keeps its low latency); an older one makes the request wait for that read.
+STALE_SERVED_S = 30.0
+#: How long a request waits for a read before it is answered from the older snapshot.
+READ_WAIT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,9 @@ class SnapshotCache:
         self._current: Current | None = None
         self._refreshing = threading.Lock()
         self._attempted = threading.Event()
+        #: Reads finished (read or failed), under _finished_changed: what wait_newer waits on.
+        self._finished = 0
+        self._finished_changed = threading.Condition()
         self._dropped_totals: dict[str, int] = {}
         self.last_error: str | None = None
 
@@ -46,6 +58,24 @@ class SnapshotCache:
         if current is None or time.monotonic() - current.read_at > self._max_age_s:
             self._refresh_in_background()
         return current
+
+    def age_s(self, current: Current) -> float:
+        return time.monotonic() - current.read_at
+
+    def servable(self, current: Current | None, max_age_s: float | None = None) -> bool:
+        """Young enough to answer from: within `max_age_s` (default: cache_s + STALE_SERVED_S)."""
+        bound = self._max_age_s + STALE_SERVED_S if max_age_s is None else max_age_s
+        return current is not None and self.age_s(current) <= bound
+
+    def wait_newer(self, timeout_s: float = READ_WAIT_S) -> Current | None:
+        """Block until a read that was running or is started now has finished; the snapshot then
+        current (the older one if that read failed or took longer than `timeout_s`)."""
+        with self._finished_changed:
+            before = self._finished
+        self._refresh_in_background()
+        with self._finished_changed:
+            self._finished_changed.wait_for(lambda: self._finished > before, timeout_s)
+        return self._current
 
     def wait(self, timeout_s: float = 60) -> Current:
         """Block until the first read has finished (for the first requests after start)."""
@@ -79,3 +109,6 @@ class SnapshotCache:
         finally:
             self._attempted.set()
             self._refreshing.release()
+            with self._finished_changed:
+                self._finished += 1
+                self._finished_changed.notify_all()

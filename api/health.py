@@ -1,7 +1,8 @@
 """`/healthz` (the process answers) and `/readyz` (the lake is fresh), as JSON.
 
-Ready means: the newest thing the lake measured (a lag row, a group status, a Spark progress
-report) is at most `[api] ready_max_age_s` old, and the last lake read succeeded. Each
+Ready means: the newest thing the lake measured (a group status, written with its lag rows, or
+a Spark progress report) is at most `[api] ready_max_age_s` old, judged on a snapshot at most
+`[api] cache_s` old (server.py), and the last lake read succeeded. Each
 component that reported in the last hour is listed with its age and whether it is within the
 bound, so `lagwatch status` can say which one went quiet; a quiet component alone does not
 make the API unready (a collector instance scaled away would otherwise hold it down for an hour).

@@ -71,10 +71,14 @@ def build_app(config: Config, cache: SnapshotCache) -> Starlette:
     servers = {cluster.name: [s for s in cluster.bootstrap_servers.split(",") if s] for cluster in config.clusters}
     refresh_s = config.collect.interval_s
 
-    async def current() -> Current | None:
+    async def current(max_age_s: float | None = None) -> Current | None:
+        """The snapshot to answer from: the cached one while young enough (cache.servable), else
+        the next read's (after an idle spell the cached one can be minutes old)."""
         got = cache.get()
-        if got is not None:
+        if cache.servable(got, max_age_s):
             return got
+        if got is not None:
+            return await run_in_threadpool(cache.wait_newer)
         try:
             return await run_in_threadpool(cache.wait)
         except RuntimeError:
@@ -102,7 +106,7 @@ def build_app(config: Config, cache: SnapshotCache) -> Starlette:
         return JSONResponse({"status": "ok"})
 
     async def readyz(_: Request) -> Response:
-        got = await current()
+        got = await current(max_age_s=config.api.cache_s)  # a verdict on the lake, not on the cache
         body = readiness(got and got.snapshot, utc_now(), config.api.ready_max_age_s, cache.last_error)
         return JSONResponse(body, status_code=200 if body["ready"] else 503)
 

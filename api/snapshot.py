@@ -181,9 +181,11 @@ class Snapshot:
         return sorted({r["group_id"] for r in self.partitions if r["cluster"] == cluster and r["topic"] == topic})
 
     def newest_data(self) -> dt.datetime | None:
-        """The newest moment any lake table says it measured (lag, group status, Spark progress)."""
-        stamps = [dt.datetime.fromtimestamp(r["end_ms"] / 1000, dt.UTC) for r in self.partitions if r["end_ms"]]
-        stamps += [g["updated_at"] for g in self.groups.values() if g["updated_at"] is not None]
+        """The newest moment the lake says it measured: a group status's `updated_at` (the newest
+        observation behind it, written with the lag rows of the same batch) or a Spark progress
+        report. Not a lag_1m row's window end: a minute still open ends in the future, which made
+        a lake the Spark job stopped writing look fresh until that minute was over."""
+        stamps = [g["updated_at"] for g in self.groups.values() if g["updated_at"] is not None]
         stamps += [p["ts"] for p in self.pipeline if p["ts"] is not None]
         return max(stamps, default=None)
 

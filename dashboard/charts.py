@@ -156,7 +156,8 @@ def status_timeline(frame: pd.DataFrame, zone: ZoneInfo) -> go.Figure:
 
 
 def consume_vs_produce(frame: pd.DataFrame, zone: ZoneInfo) -> go.Figure:
-    long = frame.melt(id_vars="time", value_vars=["consume_rate", "produce_rate"], var_name="rate", value_name="value")
+    named = frame.rename(columns={"consume_rate": "consumed", "produce_rate": "produced"})
+    long = named.melt(id_vars="time", value_vars=["consumed", "produced"], var_name="rate", value_name="value")
     return time_series(long, zone, y="value", y_title="records/s", title="Consume vs produce rate", color="rate")
 
 

@@ -191,7 +191,7 @@ GROUP BY ALL ORDER BY source, broker, client_id
 #: scan below the views' dedupe, updated_at (within that minute) then trims the edges.
 SQL_GROUPS_LATEST = newest_rows(
     "group_status",
-    "group_id, status, reason, rule, total_lag, max_lag, max_time_lag_s, partitions, topics, "
+    "group_id, status, reason, rule, total_lag, max_lag, max_time_lag_s, max_time_lag_method, partitions, topics, "
     "group_state, members, rebalances, group_type, group_epoch, updated_at",
     key="group_id",
     where="cluster = $cluster AND window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end "
@@ -217,10 +217,12 @@ SELECT group_id, sum(consume_rate) AS consume_rate, sum(produce_rate) AS produce
 FROM latest GROUP BY group_id
 """
 
+_LOWER_BOUND = lakelib.TimeLagMethod.LOWER_BOUND
 SQL_TOPIC_GROUPS_LATEST = f"""
 WITH latest AS (
-{_partitions_latest("group_id, topic, lag, time_lag_s, status")})
+{_partitions_latest("group_id, topic, lag, time_lag_s, time_lag_method, status")})
 SELECT topic, group_id, sum(lag) AS total_lag, max(lag) AS max_lag, max(time_lag_s) AS max_time_lag_s,
+       CASE WHEN bool_or(time_lag_method = '{_LOWER_BOUND}') THEN '{_LOWER_BOUND}' END AS max_time_lag_method,
        string_agg(DISTINCT status, ', ' ORDER BY status) AS statuses
 FROM latest GROUP BY ALL ORDER BY topic, total_lag DESC
 """

@@ -7,14 +7,16 @@ easy to get wrong once in seven places.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 import duckdb
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -22,6 +24,7 @@ from dashboard import access as accesslib
 from dashboard import queries, state
 from lagwatch import lake as lakelib
 from lagwatch.config import Config, ConfigError, load_config
+from lagwatch.lake import TimeLagMethod
 
 log = logging.getLogger(__name__)
 
@@ -199,8 +202,116 @@ def local_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return shown
 
 
+#: What an empty cell shows, per column, and what it means (added to the column's help).
+#: Streamlit draws a missing value as "None", which says nothing to a reader.
+DASH = "—"
+BLANKS: dict[str, tuple[str, str]] = {
+    "eta_s": ("not catching up", "the consumer is not gaining on the producers, or there are no rates yet"),
+    "owner_client_id": ("no owner", "nobody owned the partition in that cycle, or the group was not described"),
+    "owner_host": ("no owner", "nobody owned the partition in that cycle, or the group was not described"),
+    "owner_member_id": ("no owner", "nobody owned the partition in that cycle, or the group was not described"),
+    "owner_pending": (DASH, "reconciled: no member waiting to own it"),
+    "group_state": ("not described", "the broker did not describe the group in that cycle"),
+    "members": (DASH, "the broker did not describe the group in that cycle"),
+    "group_type": (DASH, "the broker never said (tansu, or DescribeGroups off before Kafka 3.8)"),
+    "group_epoch": (DASH, "a classic group, or no commit log"),
+    "retention_margin": (DASH, "no log start offset read yet"),
+    "retention_margin_s": (DASH, "no log start offset or no produce rate yet"),
+    "rate_span_s": (DASH, "no rates yet (one observation)"),
+    "consume_rate": (DASH, "no rate yet (one observation)"),
+    "produce_rate": (DASH, "no rate yet (one observation)"),
+}
+#: The meaning of a dash in a column BLANKS does not name.
+UNKNOWN_MEANING = "no value in the lake"
+
+
 def table(frame: pd.DataFrame, **column_config: Any) -> None:
-    st.dataframe(local_frame(frame), hide_index=True, column_config=column_config or None)
+    """A table where no cell reads "None": an empty cell gets its column's word (BLANKS) or a dash,
+    and the column's help says what that means."""
+    shown, config = readable_blanks(local_frame(frame), column_config)
+    st.dataframe(shown, hide_index=True, column_config=config or None)
+
+
+def readable_blanks(frame: pd.DataFrame, column_config: dict[str, Any]) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """Columns with empty cells as text (numbers in their column's format), blanks as words.
+
+    Why text: Streamlit's grid has no "missing value" text of its own, and a number column cannot
+    hold a word; a column without blanks keeps its type (and its numeric sort).
+    """
+    shown = frame.copy()
+    config = dict(column_config)
+    for name in shown.columns:
+        values = shown[name]
+        if not values.isna().any() or _holds_lists(values):
+            continue
+        word, meaning = BLANKS.get(str(name), (DASH, UNKNOWN_MEANING))
+        previous = config.get(name) or {}
+        label = previous.get("label") or str(name)
+        helptext = "; ".join(part for part in (previous.get("help"), f"{word}: {meaning}") if part)
+        shown[name] = [word if _blank(v) else _cell_text(v, previous) for v in values]
+        config[name] = st.column_config.TextColumn(label, help=helptext)
+    return shown, config
+
+
+def _holds_lists(values: pd.Series) -> bool:
+    return any(isinstance(v, list | tuple) for v in values.dropna().head(5))
+
+
+def _blank(value: Any) -> bool:
+    return value is None or bool(pd.isna(value))
+
+
+def _cell_text(value: Any, config: dict[str, Any]) -> str:
+    """A value as its (number or date) column would have drawn it."""
+    if isinstance(value, pd.Timestamp | dt.datetime):
+        return f"{value:%Y-%m-%d %H:%M:%S}"
+    if isinstance(value, bool | str):
+        return str(value)
+    fmt = (config.get("type_config") or {}).get("format")
+    if isinstance(value, int | float | np.integer | np.floating):
+        return fmt % value if fmt and fmt.startswith("%") else number(value)
+    return str(value)
+
+
+def time_lag_text(seconds: float | None, method: str | None) -> str:
+    """'≥ 3m 26s' for a lower bound (lagwatch.lake.TimeLagMethod), '3m 26s' for a measure, a dash when unknown."""
+    if _blank(seconds):
+        return DASH
+    bound = "≥ " if method == TimeLagMethod.LOWER_BOUND else ""
+    return bound + duration(seconds)
+
+
+#: The time lag column's help: what "≥" and a dash mean.
+TIME_LAG_HELP = (
+    "How long ago the committed record was produced. ≥: a lower bound, the age of the commit (not "
+    "interpolated: the log-end history does not reach back to the committed offset); "
+    f"{DASH}: unknown yet (first observation)"
+)
+
+
+#: Under a table with a time lag column: the same, visible without hovering.
+TIME_LAG_CAPTION = (
+    "Time lag: ≥ marks a lower bound, the age of the commit (the records' times are not known back that far); "
+    f"{DASH} means not known yet (first observation)."
+)
+
+
+def with_time_lag_text(
+    frame: pd.DataFrame, column: str = "max_time_lag_s", method: str = "max_time_lag_method"
+) -> pd.DataFrame:
+    """`column` as text ('≥ 3m 26s', '1m 05s', '—') from it and its method column, which is dropped."""
+    methods = frame[method] if method in frame.columns else pd.Series(None, index=frame.index, dtype=object)
+    text = [time_lag_text(s, m) for s, m in zip(frame[column], methods, strict=True)]
+    return frame.drop(columns=[method], errors="ignore").assign(**{column: text})
+
+
+def by_time_lag_worst_first(groups: pd.DataFrame) -> pd.DataFrame:
+    """Worst time lag first, a lower bound counted at its value; a lagging group whose time lag is
+    unknown goes first (it may be the worst), by offset lag; then the rest by time lag, then lag."""
+    unknown = groups["max_time_lag_s"].isna() & (groups["total_lag"].fillna(0) > 0)
+    ranked = groups.assign(_unknown=unknown, _time=groups["max_time_lag_s"].fillna(-1.0))
+    ranked = ranked.sort_values(["_unknown", "_time", "total_lag"], ascending=[False, False, False], kind="stable")
+    return ranked.drop(columns=["_unknown", "_time"])
 
 
 def group_columns() -> dict[str, Any]:
@@ -209,10 +320,10 @@ def group_columns() -> dict[str, Any]:
     return {
         "total_lag": number("total lag (messages)"),
         "max_lag": number("max lag (messages)"),
-        "max_time_lag_s": number("time lag (s)", format="%.1f"),
+        "max_time_lag_s": st.column_config.TextColumn("time lag", help=TIME_LAG_HELP),
         "consume_rate": number("consume (records/s)", format="%.1f"),
         "produce_rate": number("produce (records/s)", format="%.1f"),
-        "eta_s": number("time to catch up (s)", format="%.0f", help="empty with lag > 0: not catching up"),
+        "eta_s": number("time to catch up (s)", format="%.0f"),
         "rate_span_s": number("rates over (s)", format="%.0f", help="the span the rates and ETA are measured over"),
     }
 
@@ -274,6 +385,18 @@ def alert_table(frame: pd.DataFrame) -> None:
         labels=st.column_config.ListColumn("labels"),
         since_or_last=st.column_config.DatetimeColumn("since"),
     )
+
+
+#: Tiles per row: at a 1280-px browser a fifth tile cut labels and values short ("not ca…").
+TILES_PER_ROW = 3
+
+
+def tiles(items: Sequence[tuple[str, str, str | None]]) -> None:
+    """(label, value, help) tiles in rows of at most TILES_PER_ROW, so every label and value fits."""
+    for start in range(0, len(items), TILES_PER_ROW):
+        row = items[start : start + TILES_PER_ROW]
+        for column, (label, value, helptext) in zip(st.columns(TILES_PER_ROW), row, strict=False):
+            column.metric(label, value, help=helptext)
 
 
 def chart(fig: Any, key: str) -> None:

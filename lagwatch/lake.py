@@ -16,6 +16,7 @@ import os
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,22 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 LABEL_COLUMNS: tuple[str, ...] = ("broker", "topic", "partition", "group_id", "client_id")
+
+
+class TimeLagMethod(StrEnum):
+    """How `lag_1m.time_lag_s` was obtained (`time_lag_method`); a group's maximum says the
+    weakest of its partitions' (`group_status.max_time_lag_method`)."""
+
+    #: Lag 0: 0 s.
+    CAUGHT_UP = "caught_up"
+    #: When the log end passed the committed offset, interpolated from the log-end history.
+    INTERPOLATED = "interpolated"
+    #: Not interpolated (history too short or not reaching back): at least the age of the oldest
+    #: evidence that the record at the committed offset existed: its commit (first seen committed,
+    #: or the commit log's time) or a log-end reading at or above it. The true time lag is larger.
+    LOWER_BOUND = "commit_age_lower_bound"
+    #: NULL: no evidence older than this observation (e.g. the first one).
+    UNKNOWN = "unknown"
 
 
 @dataclass(frozen=True)
@@ -86,7 +103,7 @@ TABLES: dict[str, Table] = {
                 ("consume_rate", "DOUBLE"),  # records/s committed
                 ("produce_rate", "DOUBLE"),  # records/s appended to the partition
                 ("time_lag_s", "DOUBLE"),  # NULL when time_lag_method = 'unknown'
-                ("time_lag_method", "VARCHAR"),  # caught_up | interpolated | extrapolated | unknown
+                ("time_lag_method", "VARCHAR"),  # TimeLagMethod: a lower bound is a floor, not the value
                 #: Seconds to catch up: lag / (consume_rate - produce_rate); NULL when not catching
                 #: up (the consumer is not gaining, or no rates yet), 0 when caught up.
                 ("eta_s", "DOUBLE"),
@@ -138,6 +155,9 @@ TABLES: dict[str, Table] = {
                 ("total_lag", "BIGINT"),
                 ("max_lag", "BIGINT"),
                 ("max_time_lag_s", "DOUBLE"),
+                #: TimeLagMethod of max_time_lag_s: commit_age_lower_bound when any partition's time
+                #: lag is a lower bound (the group's maximum is then at least this), NULL in older rows.
+                ("max_time_lag_method", "VARCHAR"),
                 ("partitions", "INTEGER"),
                 ("topics", "VARCHAR"),
                 #: Group state (Stable, Empty, PreparingRebalance, …) and member count in the

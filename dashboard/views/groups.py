@@ -18,6 +18,7 @@ TABLE_COLUMNS = [
     "total_lag",
     "max_lag",
     "max_time_lag_s",
+    "max_time_lag_method",
     "consume_rate",
     "produce_rate",
     "eta_s",
@@ -75,7 +76,8 @@ def _status_rank(status: str) -> int:
 def group_table(groups: pd.DataFrame) -> None:
     ranked = groups.assign(_rank=groups["status"].map(_status_rank))
     ranked = ranked.sort_values(["_rank", "total_lag"], ascending=[True, False])
-    ui.table(ranked[TABLE_COLUMNS], **ui.group_columns())
+    ui.table(ui.with_time_lag_text(ranked[TABLE_COLUMNS]), **ui.group_columns())
+    st.caption(ui.TIME_LAG_CAPTION)
 
 
 def drill_down(ctx: ui.AppContext, scope: queries.Scope, groups: pd.DataFrame) -> None:
@@ -91,14 +93,18 @@ def drill_down(ctx: ui.AppContext, scope: queries.Scope, groups: pd.DataFrame) -
     detail_scope = queries.Scope(scope.cluster, scope.end - HISTORY_RANGES[span], scope.end)
     detail = queries.group_detail(ctx.lake, detail_scope, group)
     row = groups[groups["group_id"] == group].iloc[0]
-    tiles = st.columns(7)
-    tiles[0].metric("Status", str(row["status"]))
-    tiles[1].metric("Total lag (messages)", ui.number(row["total_lag"]))
-    tiles[2].metric("Time lag", ui.duration(row["max_time_lag_s"]))
-    tiles[3].metric("Time to catch up", catch_up(row["eta_s"], row["total_lag"]))
-    tiles[4].metric("Partitions", ui.number(row["partitions"]))
-    tiles[5].metric("Members", ui.number(row["members"]))
-    tiles[6].metric("Rebalances (lag window)", ui.number(row["rebalances"]))
+    ui.tiles(
+        [
+            ("Status", str(row["status"]), None),
+            ("Total lag (messages)", ui.number(row["total_lag"]), None),
+            ("Time lag", ui.time_lag_text(row["max_time_lag_s"], row["max_time_lag_method"]), ui.TIME_LAG_HELP),
+            ("Time to catch up", catch_up(row["eta_s"], row["total_lag"]), "lag / (consume − produce rate)"),
+            ("Partitions", ui.number(row["partitions"]), None),
+            ("Members", ui.number(row["members"]) if not pd.isna(row["members"]) else "not described", None),
+            ("Rebalances", ui.number(row["rebalances"]), "collector cycles in the lag window ([lag] window_s) that "
+             "saw a rebalance, a member count change or a partition changing owner"),
+        ]
+    )  # fmt: skip
     group_state = "not described" if pd.isna(row["group_state"]) else row["group_state"]
     epoch = "" if pd.isna(row["group_epoch"]) else f" · group epoch: {int(row['group_epoch'])}"
     st.caption(f"Reason: {row['reason']} · group state: {group_state}{epoch} · {eta_basis(row['rate_span_s'])}")

@@ -32,11 +32,13 @@ def health_tiles(gauges: pd.DataFrame, ctx: ui.AppContext, cluster: str) -> None
                 "reaching the JMX targets? The Pipeline page shows each scrape target."
             )
         return
-    columns = st.columns(2 + len(HEALTH_TILES))
-    columns[0].metric("Brokers up", ui.number(int((up["value"] >= 1).sum())) if len(up) else "–")
-    columns[1].metric("Brokers down", ui.number(int((up["value"] < 1).sum())) if len(up) else "–")
-    for column, (metric, label) in zip(columns[2:], HEALTH_TILES, strict=True):
-        column.metric(label, ui.number(_gauge_sum(gauges, metric)))
+    ui.tiles(
+        [
+            ("Brokers up", ui.number(int((up["value"] >= 1).sum())) if len(up) else "–", None),
+            ("Brokers down", ui.number(int((up["value"] < 1).sum())) if len(up) else "–", None),
+            *((label, ui.number(_gauge_sum(gauges, metric)), None) for metric, label in HEALTH_TILES),
+        ]
+    )
     ui.simulated_brokers_note(gauges["broker"])
 
 
@@ -60,17 +62,17 @@ def worst_groups(groups: pd.DataFrame) -> None:
         )
         return
     # Half-width tables: the numbers come before the long reason so they are never cut off.
-    columns = ["group_id", "status", "max_time_lag_s", "total_lag", "reason"]
+    columns = ["group_id", "status", "max_time_lag_s", "max_time_lag_method", "total_lag", "reason"]
     left, right = st.columns(2)
     with left:
         st.markdown("**Worst time lag**")
-        ui.table(
-            groups.sort_values("max_time_lag_s", ascending=False, na_position="last").head(10)[columns],
-            **ui.group_columns(),
-        )
+        worst = ui.by_time_lag_worst_first(groups).head(10)[columns]
+        ui.table(ui.with_time_lag_text(worst), **ui.group_columns())
     with right:
         st.markdown("**Worst offset lag**")
-        ui.table(groups.sort_values("total_lag", ascending=False).head(10)[columns], **ui.group_columns())
+        worst = groups.sort_values("total_lag", ascending=False).head(10)[columns]
+        ui.table(ui.with_time_lag_text(worst), **ui.group_columns())
+    st.caption(f"{ui.TIME_LAG_CAPTION} Worst time lag: a lagging group whose time lag is unknown first.")
 
 
 def firing(alerts: pd.DataFrame) -> None:

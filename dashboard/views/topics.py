@@ -76,7 +76,7 @@ def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
     if consumers.empty:
         ui.empty("No consumer group committed offsets for this topic in the last 10 minutes of the range.")
     else:
-        ui.table(consumers, **ui.group_columns())
+        ui.table(ui.with_time_lag_text(consumers), **ui.group_columns())
 
 
 st.title("Topics")

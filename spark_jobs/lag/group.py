@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from lagwatch.lake import TimeLagMethod
 from lagwatch.vocabulary import STATUS_ORDER, STATUS_SEVERITY
 from spark_jobs.lag import reasons
 from spark_jobs.lag.tracker import PartitionReport
@@ -28,6 +29,7 @@ class GroupSummary:
     total_lag: int
     max_lag: int
     max_time_lag_s: float | None
+    max_time_lag_method: str
     partitions: int
     topics: str
 
@@ -54,7 +56,7 @@ def summarize_group(
     facts = facts or GroupFacts()
     worst_topic, worst_partition, worst = max(rows, key=lambda item: STATUS_SEVERITY.get(item[2].status, 0))
     not_ok = sum(1 for _, _, report in rows if report.status != "OK")
-    time_lags = [report.time_lag_s for _, _, report in rows if report.time_lag_s is not None]
+    reports = [report for _, _, report in rows]
     reason = reasons.group(
         worst.reason,
         (worst_topic, worst_partition),
@@ -72,10 +74,22 @@ def summarize_group(
         reason=reason,
         total_lag=sum(report.lag for _, _, report in rows),
         max_lag=max(report.lag for _, _, report in rows),
-        max_time_lag_s=max(time_lags) if time_lags else None,
+        max_time_lag_s=max((r.time_lag_s for r in reports if r.time_lag_s is not None), default=None),
+        max_time_lag_method=max_time_lag_method(reports),
         partitions=len(rows),
         topics=",".join(sorted({topic for topic, _, _ in rows})),
     )
+
+
+def max_time_lag_method(reports: Sequence[PartitionReport]) -> str:
+    """How the group's maximum time lag is known: a lower bound if any partition's is one (the
+    group's maximum is then at least the value), else the method of the partition holding it."""
+    known = [r for r in reports if r.time_lag_s is not None]
+    if not known:
+        return TimeLagMethod.UNKNOWN
+    if any(r.time_lag_method == TimeLagMethod.LOWER_BOUND for r in known):
+        return TimeLagMethod.LOWER_BOUND
+    return max(known, key=lambda r: r.time_lag_s or 0.0).time_lag_method
 
 
 def hot_partition(rows: Sequence[tuple[str, int, PartitionReport]]) -> str | None:

@@ -162,26 +162,38 @@ def no_rule(lag: int) -> str:
 
 
 def time_lag_too_few_points(points: int, needed: int) -> str:
-    return f"time lag unknown: {points} log-end point(s), need {needed}"
+    return f"{points} log-end point(s), need {needed}"
 
 
 def time_lag_older_than_history(committed: int, oldest_end: int, oldest_ms: int) -> str:
     return (
-        f"time lag unknown: committed offset {committed} is older than the log-end history "
+        f"committed offset {committed} is older than the log-end history "
         f"(oldest point {oldest_end} at {format_clock(oldest_ms)})"
     )
 
 
 def time_lag_history_ends(newest_end: int, committed: int) -> str:
-    return f"time lag unknown: log-end history ends at {newest_end}, not above committed offset {committed}"
+    return f"log-end history ends at {newest_end}, not above committed offset {committed}"
 
 
 def time_lag_out_of_range() -> str:
-    return "time lag unknown: offsets out of range"
+    return "offsets out of range"
+
+
+def time_lag_unknown(why: str) -> str:
+    return f"time lag unknown: {why}"
+
+
+def time_lag_lower_bound(seconds: float, committed: int, since_ms: int, why: str) -> str:
+    """A time lag known only as a floor: how big, from what, and why it was not interpolated."""
+    return (
+        f"time lag ≥ {format_duration(seconds)} (lower bound: offset {committed} existed by "
+        f"{format_clock(since_ms)}; not interpolated: {why})"
+    )
 
 
 def partition(verdict: str, time_lag_note: str) -> str:
-    """A lag_1m reason: the verdict, then why the time lag is unknown when it is."""
+    """A lag_1m reason: the verdict, then why the time lag is unknown or only a lower bound."""
     return f"{verdict}; {time_lag_note}" if time_lag_note else verdict
 
 

@@ -449,6 +449,7 @@ def _group_row(
         "total_lag": summary.total_lag,
         "max_lag": summary.max_lag,
         "max_time_lag_s": summary.max_time_lag_s,
+        "max_time_lag_method": summary.max_time_lag_method,
         "partitions": summary.partitions,
         "topics": summary.topics,
         "group_state": state,

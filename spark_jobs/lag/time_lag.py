@@ -3,18 +3,24 @@
 Time lag (kafka-lag-exporter's method): the moment the log-end offset reached the committed
 offset is interpolated linearly between the last history point at or below it and the next
 point above it; time lag = observation time − that moment. Caught up (lag 0) is 0 s
-(`caught_up`); with too few points, or a committed offset older than the oldest point kept,
-it is NULL with method `unknown` and a note says why — never a made-up number, never NaN or
-inf. (No extrapolation from the produce rate: a guess would look like a measurement.)
+(`caught_up`). With too few points, or a committed offset older than the oldest point kept,
+there is no interpolation, but there is a floor: the record at the committed offset existed
+no later than the oldest evidence of it (the consumer committed it, or a log-end reading was
+at or above it), so the time lag is at least that evidence's age (`commit_age_lower_bound`,
+and the note says so). A stopped consumer, whose commit is older than the history, so shows
+"≥ 3m26s" rather than nothing. Only without any older evidence (the very first observation)
+is it NULL with method `unknown` and a note why — never a made-up number, never NaN or inf.
+(No extrapolation from the produce rate: a guess would look like a measurement.)
 """
 
 from __future__ import annotations
 
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lagwatch.lake import TimeLagMethod
 from spark_jobs.lag import reasons
 from spark_jobs.lag.retention import RecordAge
 
@@ -22,8 +28,9 @@ from spark_jobs.lag.retention import RecordAge
 @dataclass(frozen=True, slots=True)
 class TimeLag:
     seconds: float | None
-    method: str  # caught_up | interpolated | unknown
-    note: str = ""  # why it is unknown
+    method: str  # lagwatch.lake.TimeLagMethod
+    note: str = ""  # for the reason: why it is unknown, or that it is a lower bound
+    cause: str = ""  # why it was not interpolated
 
 
 def append_history(history_ts: list[int], history_end: list[int], ts_ms: int, end: int, max_points: int) -> None:
@@ -61,22 +68,70 @@ def interpolate_time_lag(
 ) -> TimeLag:
     """Seconds since the log-end offset reached the committed offset (see module docstring)."""
     if lag <= 0:
-        return TimeLag(0.0, "caught_up")
+        return TimeLag(0.0, TimeLagMethod.CAUGHT_UP)
     points = len(history_ts)
     if points < min_points:
-        return TimeLag(None, "unknown", reasons.time_lag_too_few_points(points, min_points))
+        return _unknown(reasons.time_lag_too_few_points(points, min_points))
     below = bisect_right(history_end, committed) - 1
     if below < 0:
-        return TimeLag(None, "unknown", reasons.time_lag_older_than_history(committed, history_end[0], history_ts[0]))
+        return _unknown(reasons.time_lag_older_than_history(committed, history_end[0], history_ts[0]))
     if below == points - 1:
-        return TimeLag(None, "unknown", reasons.time_lag_history_ends(history_end[-1], committed))
+        return _unknown(reasons.time_lag_history_ends(history_end[-1], committed))
     t0, e0 = history_ts[below], history_end[below]
     t1, e1 = history_ts[below + 1], history_end[below + 1]
     reached_ms = t0 + (committed - e0) * (t1 - t0) / (e1 - e0)
     seconds = max(0.0, (now_ms - reached_ms) / 1000.0)
     if not math.isfinite(seconds):  # defensive: offsets beyond float range
-        return TimeLag(None, "unknown", reasons.time_lag_out_of_range())
-    return TimeLag(seconds, "interpolated")
+        return _unknown(reasons.time_lag_out_of_range())
+    return TimeLag(seconds, TimeLagMethod.INTERPOLATED)
+
+
+def _unknown(why: str) -> TimeLag:
+    return TimeLag(None, TimeLagMethod.UNKNOWN, reasons.time_lag_unknown(why), why)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What a partition's state knows about when offsets existed, for the lower bound."""
+
+    history_ts: Sequence[int]
+    history_end: Sequence[int]  # non-decreasing (append_history)
+    commit_ts: Sequence[int]  # the commit log's commits in time order (empty without it)
+    commit_offset: Sequence[int]
+    #: The first observation showing the current committed offset: it was committed by then.
+    committed_since_ms: int
+
+
+def produced_by_ms(evidence: Evidence, committed: int, now_ms: int) -> int:
+    """The oldest moment the record at `committed` is known to have existed (≤ now_ms).
+
+    A consumer commits offset C only after reading record C − 1, and a log end at or above C
+    means C was produced: each such reading is a moment by which the log end had passed C.
+    """
+    oldest = min(evidence.committed_since_ms, now_ms)
+    first_above = bisect_left(evidence.history_end, committed)
+    if first_above < len(evidence.history_ts):
+        oldest = min(oldest, evidence.history_ts[first_above])
+    for ts, offset in zip(evidence.commit_ts, evidence.commit_offset, strict=True):
+        if ts >= oldest:
+            break
+        if offset >= committed:
+            oldest = ts
+            break
+    return oldest
+
+
+def with_lower_bound(time_lag: TimeLag, evidence: Evidence, committed: int, now_ms: int) -> TimeLag:
+    """An unknown time lag replaced by its floor, the age of the oldest evidence (unchanged
+    when there is none older than now: then it stays unknown)."""
+    if time_lag.method != TimeLagMethod.UNKNOWN:
+        return time_lag
+    since_ms = produced_by_ms(evidence, committed, now_ms)
+    if since_ms >= now_ms:
+        return time_lag
+    seconds = (now_ms - since_ms) / 1000.0
+    note = reasons.time_lag_lower_bound(seconds, committed, since_ms, time_lag.cause)
+    return TimeLag(seconds, TimeLagMethod.LOWER_BOUND, note, time_lag.cause)
 
 
 def rate(first: int, last: int, span_ms: int) -> float | None:

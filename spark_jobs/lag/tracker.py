@@ -24,7 +24,15 @@ from typing import Any
 from spark_jobs.lag import reasons
 from spark_jobs.lag.retention import PartitionFacts, TopicLimits, margin
 from spark_jobs.lag.rules import Membership, Thresholds, judge
-from spark_jobs.lag.time_lag import append_history, committed_record_age, eta_seconds, interpolate_time_lag, rate
+from spark_jobs.lag.time_lag import (
+    Evidence,
+    append_history,
+    committed_record_age,
+    eta_seconds,
+    interpolate_time_lag,
+    rate,
+    with_lower_bound,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,6 +205,10 @@ class PartitionTracker:
         time_lag = interpolate_time_lag(
             self.history_ts, self.history_end, committed, lag, now_ms, thresholds.min_history_points
         )
+        evidence = Evidence(
+            self.history_ts, self.history_end, self.commit_ts, self.commit_offset, self.committed_since_ms
+        )
+        time_lag = with_lower_bound(time_lag, evidence, committed, now_ms)
         log_start = self.log_start_offset if self.log_start_ts_ms >= 0 else None
         verdict = judge(
             self.window_ts,

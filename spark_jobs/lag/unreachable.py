@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from lagwatch.lake import TimeLagMethod
 from spark_jobs.lag import reasons
 from spark_jobs.lag.pairing import GroupTracks
 from spark_jobs.lag.rules import Outage, Thresholds, judge
@@ -79,6 +80,7 @@ def rows(
         group_rows.append(
             {
                 **dict.fromkeys(GROUP_UNMEASURED),
+                "max_time_lag_method": TimeLagMethod.UNKNOWN.value,
                 "cluster": group_key[0],
                 "group_id": group_key[1],
                 "status": mine[0]["status"],  # every partition's: the rule applies to all alike
@@ -122,7 +124,7 @@ def _partition_row(
         "group_id": group_key[1],
         "topic": where[0],
         "partition": where[1],
-        "time_lag_method": "unknown",
+        "time_lag_method": TimeLagMethod.UNKNOWN.value,
         "status": verdict.status,
         "reason": verdict.reason,
         "rule": verdict.rule,

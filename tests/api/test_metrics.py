@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gzip
+import time
 from pathlib import Path
 from typing import Any
 
@@ -170,9 +171,28 @@ def test_readiness_follows_lake_freshness(api: RunningApi, tmp_path: Path, start
 
     stale = tmp_path / "stale"
     old = lakelib.utc_now().replace(second=0, microsecond=0) - dt.timedelta(minutes=5)
-    write_lake(stale, {"lag_1m": [lag_row(old, "g", "t", 0, 1, 1)]})
+    status = {"cluster": CLUSTER, "group_id": "g", "status": "OK", "window_start": old, "updated_at": old}
+    write_lake(stale, {"lag_1m": [lag_row(old, "g", "t", 0, 1, 1)], "group_status": [status]})
     quiet = start_api(stale, ready_max_age_s=60)
     code, body = quiet.json("/readyz")
     assert code == 503 and body["ready"] is False
     assert body["lake"]["age_s"] > 60
     assert quiet.get("/healthz")[0] == 200, "the process is up even when the lake is stale"
+
+
+def test_readiness_after_an_idle_spell_judges_the_lake_not_the_cached_snapshot(tmp_path: Path, start_api: Any) -> None:
+    """Issue 27: an API nobody asked for a while answered /readyz from the snapshot of its start
+    (503, and /metrics without the series written since) while the lake was fresh."""
+    lake = tmp_path / "lake"
+    old = lakelib.utc_now() - dt.timedelta(minutes=5)
+    status = {"cluster": CLUSTER, "group_id": "g", "status": "OK", "window_start": old, "updated_at": old}
+    write_lake(lake, {"group_status": [status]})
+    idle = start_api(lake, ready_max_age_s=60, cache_s=1)
+    assert idle.json("/readyz")[0] == 503  # the lake is 5 minutes old: not ready, and now cached
+    now = lakelib.utc_now()
+    fresh = {**status, "window_start": now, "updated_at": now}
+    write_lake(lake, {"group_status": [fresh], "lag_1m": [lag_row(now, "g", "t", 0, 5, 3)]})  # the job writes on
+    time.sleep(1.5)  # the cached snapshot is now older than cache_s
+    code, body = idle.json("/readyz")  # one request, as `lagwatch status` or a curl makes
+    assert (code, body["ready"]) == (200, True), body
+    assert body["lake"]["age_s"] < 60

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from lagwatch import lake as lakelib
-from tests.api.conftest import RunningApi, lag_row, write_lake
+from tests.api.conftest import CLUSTER, RunningApi, lag_row, write_lake
 
 
 def _status(api: RunningApi) -> subprocess.CompletedProcess[str]:
@@ -32,7 +32,9 @@ def test_status_reports_a_fresh_lake_as_ready(api: RunningApi) -> None:
 
 def test_status_reports_a_stale_lake_as_not_ready(tmp_path: Path, start_api: Any) -> None:
     stale = tmp_path / "stale"
-    write_lake(stale, {"lag_1m": [lag_row(lakelib.utc_now() - dt.timedelta(minutes=5), "g", "t", 0, 1, 1)]})
+    old = lakelib.utc_now() - dt.timedelta(minutes=5)
+    status = {"cluster": CLUSTER, "group_id": "g", "status": "OK", "window_start": old, "updated_at": old}
+    write_lake(stale, {"lag_1m": [lag_row(old, "g", "t", 0, 1, 1)], "group_status": [status]})
     result = _status(start_api(stale, ready_max_age_s=60))
     line = next(line for line in result.stdout.splitlines() if line.startswith("api http"))
     assert "NOT READY (bound 60 s)" in line, result.stdout

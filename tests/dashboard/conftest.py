@@ -199,6 +199,71 @@ def _lag_rows(t: dt.datetime) -> list[dict[str, Any]]:
     return rows
 
 
+#: Rows whose blanks a reader must still understand: a STOP group 2,250 behind whose time lag is only
+#: a lower bound (its commit is older than the log-end history), nobody owning its partition, no ETA;
+#: and a group seen once: no time lag at all, no rates, not described.
+ROUGH_GROUPS = {
+    "reports": {"topic": "orders", "partition": 2, "lag": 2250, "time_lag_s": 206.0,
+                "time_lag_method": "commit_age_lower_bound", "consume_rate": 0.0, "produce_rate": 0.0,
+                "rate_span_s": 45.0, "status": "STOP", "group_state": "Empty", "members": 0},
+    "newcomer": {"topic": "payments", "partition": 0, "lag": 40, "time_lag_s": None, "time_lag_method": "unknown",
+                 "consume_rate": None, "produce_rate": None, "rate_span_s": 0.0, "status": "OK",
+                 "group_state": None, "members": None},
+}  # fmt: skip
+
+
+def _rough_lag_rows(t: dt.datetime) -> list[dict[str, Any]]:
+    return [
+        {
+            "cluster": CLUSTER,
+            "window_start": t,
+            "window_end": t + dt.timedelta(minutes=1),
+            "group_id": group,
+            "topic": g["topic"],
+            "partition": g["partition"],
+            "committed_offset": 10_000 - g["lag"],
+            "end_offset": 10_000,
+            "lag": g["lag"],
+            "lag_max": g["lag"],
+            "consume_rate": g["consume_rate"],
+            "produce_rate": g["produce_rate"],
+            "time_lag_s": g["time_lag_s"],
+            "time_lag_method": g["time_lag_method"],
+            "eta_s": None,
+            "rate_span_s": g["rate_span_s"],
+            "status": g["status"],
+            "reason": f"{g['status']}: rough edge",
+            "version": 1,
+        }
+        for group, g in ROUGH_GROUPS.items()
+    ]
+
+
+def _rough_status_rows(t: dt.datetime) -> list[dict[str, Any]]:
+    return [
+        {
+            "cluster": CLUSTER,
+            "group_id": group,
+            "status": g["status"],
+            "reason": f"{g['status']}: rough edge",
+            "rule": "stop" if g["status"] == "STOP" else "ok",
+            "total_lag": g["lag"],
+            "max_lag": g["lag"],
+            "max_time_lag_s": g["time_lag_s"],
+            "max_time_lag_method": g["time_lag_method"],
+            "partitions": 1,
+            "topics": g["topic"],
+            "group_state": g["group_state"],
+            "members": g["members"],
+            "rebalances": 0,
+            "window_start": t,
+            "updated_at": t,
+            "version": 2,
+        }
+        for group, g in ROUGH_GROUPS.items()
+    ]
+
+
 def _status_rows(t: dt.datetime) -> list[dict[str, Any]]:
     def row(group: str, status: str, reason: str, total: int, max_lag: int, time_lag: float, ts: dt.datetime, **kw):  # type: ignore[no-untyped-def]
         return {
@@ -316,8 +381,8 @@ def build_known_lake(root: Path) -> KnownLake:
     range_start = now - dt.timedelta(minutes=55)
     rows = {
         "metrics_1m": [*_broker_rows(t), *_topic_rows(t, range_start), *_heartbeat_rows(t), *_member_epoch_rows(t)],
-        "lag_1m": _lag_rows(t),
-        "group_status": _status_rows(t),
+        "lag_1m": [*_lag_rows(t), *_rough_lag_rows(t)],
+        "group_status": [*_status_rows(t), *_rough_status_rows(t)],
         "alert_events": _alert_rows(t),
         "pipeline_progress": _progress_rows(t),
         "dead_letters": _dead_rows(t),

@@ -7,12 +7,18 @@ bench/bench_stack.py against its 10 s bar.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import signal
+import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-from lagwatch import exit_codes, stack
+from lagwatch import exit_codes, processes, stack
 from lagwatch.config import parse_config
 from lagwatch.vocabulary import GROUPS_NOT_VISIBLE_METRIC
 from tests.fixtures import lake_rows
@@ -42,6 +48,63 @@ def test_nothing_is_left_after_the_stop(tmp_path: Path, signum: signal.Signals) 
     if signum == signal.SIGINT:
         log = stack.log.read_text()
         assert "stopping: every component at once" in log and "broker tansu on port" in log
+
+
+#: Small, so a stopped job shows soon; above a demo collector cycle (15 s) plus a loaded batch.
+READY_MAX_AGE_S = 45
+#: The /readyz snapshot is at most cache_s old; the polls are a second apart.
+POLL_SLACK_S = 1 + 1 + 2
+
+
+def _readyz(url: str) -> tuple[int, dict]:
+    try:
+        with urllib.request.urlopen(f"{url}/readyz", timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def _poll_readyz(url: str, want: int, within_s: float) -> tuple[float, dict]:
+    """Seconds until /readyz answers `want` (polled every second), and that answer's body."""
+    started = time.monotonic()
+    while True:
+        code, body = _readyz(url)
+        if code == want:
+            return time.monotonic() - started, body
+        assert time.monotonic() - started < within_s, f"/readyz still {code} after {within_s:.0f} s: {body}"
+        time.sleep(1)
+
+
+@pytest.mark.slow
+def test_readyz_is_ready_on_the_demo_and_503_once_the_spark_job_stops_writing(tmp_path: Path) -> None:
+    """Issue 27: /readyz said 503 minutes after `lagwatch up` while the dashboard showed fresh data.
+    The Spark job is frozen (SIGSTOP, it and its JVM and workers): alive, as the supervisor sees
+    it, but writing nothing, the hang readiness is there to catch."""
+    local = LocalStack(tmp_path, api_settings={"ready_max_age_s": READY_MAX_AGE_S, "cache_s": 1})
+    process = local.start()
+    frozen: list[processes.Proc] = []
+    try:
+        local.wait_up()
+        waited, body = _poll_readyz(local.api_url, 200, within_s=60)
+        assert body["lake"]["age_s"] <= READY_MAX_AGE_S and body["error"] is None
+        spark = local.pids()["spark job"]
+        frozen = [processes.Proc(spark, 0, 0), *processes.descendants(spark)]
+        for proc in frozen:
+            os.kill(proc.pid, signal.SIGSTOP)
+        took, body = _poll_readyz(local.api_url, 503, within_s=READY_MAX_AGE_S + POLL_SLACK_S)
+        assert body["lake"]["age_s"] > READY_MAX_AGE_S and body["error"] is None, body
+        assert _readyz(local.api_url)[0] == 503, "stays unready while the job writes nothing"
+    finally:
+        for proc in frozen:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGCONT)
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(HANG_S)
+        finally:
+            local.kill_everything()
+            process.wait()
+    print(f"ready {waited:.1f} s after up; 503 {took:.1f} s after the job froze")
 
 
 def test_status_shows_the_groups_not_visible_per_cluster_from_the_newest_minute(tmp_path: Path) -> None:

@@ -16,6 +16,19 @@ def test_group_takes_its_worst_partition():
     assert summary.reason == f"{stop.reason} [t1/1]; 2 of 3 partitions not OK; hot partition t1/1 has 77% of the lag"
     assert (summary.total_lag, summary.max_lag, summary.partitions, summary.topics) == (130, 100, 3, "t1,t2")
     assert summary.max_time_lag_s == max(r.time_lag_s for r in (stop, ok, warn) if r.time_lag_s is not None)
+    assert stop.time_lag_method == "commit_age_lower_bound"
+    assert summary.max_time_lag_method == "commit_age_lower_bound"  # the group's maximum is a floor too
+
+
+def test_the_group_time_lag_method_is_the_weakest_its_partitions_give():
+    interpolated = track([(0, 900, 100), (15, 1060, 90), (30, 1220, 80)])
+    caught_up = track([(0, 100, 0)])
+    first_seen = track([(0, 100, 50)])  # one observation, no older evidence: unknown
+    assert (interpolated.time_lag_method, first_seen.time_lag_method) == ("interpolated", "unknown")
+    both = summarize_group([("t", 0, interpolated), ("t", 1, caught_up), ("t", 2, first_seen)])
+    assert (both.max_time_lag_s, both.max_time_lag_method) == (interpolated.time_lag_s, "interpolated")
+    alone = summarize_group([("t", 2, first_seen)])
+    assert (alone.max_time_lag_s, alone.max_time_lag_method) == (None, "unknown")
 
 
 def test_the_group_reason_names_owner_hot_partition_and_rebalances():

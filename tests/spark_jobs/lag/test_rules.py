@@ -27,8 +27,10 @@ def test_stop_when_the_offset_stands_still_for_longer_than_stop_after_s():
     assert report.reason == (
         "STOP: committed offset unchanged for 12m > stop_after_s 10m (committed offset 500, lag 112), "
         "judged by time: no membership reading; "
-        "time lag unknown: committed offset 500 is older than the log-end history (oldest point 600 at 00:00:00)"
+        "time lag ≥ 12m (lower bound: offset 500 existed by 00:00:00; not interpolated: "
+        "committed offset 500 is older than the log-end history (oldest point 600 at 00:00:00))"
     )
+    assert (report.time_lag_s, report.time_lag_method) == (720.0, "commit_age_lower_bound")
 
 
 def test_stall_when_committed_offset_does_not_move_within_the_window():

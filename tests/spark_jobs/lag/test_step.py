@@ -95,12 +95,13 @@ def test_steady_consumer_gets_interpolated_time_lag_rates_and_eta(emitted):
 
 def test_stall_and_group_status_from_state(emitted):
     stalled = lag_row(emitted["lag_1m"][2], "g1", 1)
-    assert measured(stalled) == (500, 610, 110, 110, None, "unknown")
+    # Not interpolated (500 is below the oldest log end kept), but 500 was committed by 0 s: ≥ 30 s.
+    assert measured(stalled) == (500, 610, 110, 110, 30.0, "commit_age_lower_bound")
     assert (stalled.status, stalled.rule) == ("STALL", "stall")
     assert stalled.reason == (
         "STALL: committed offset 500 not moving for 30s (3 observations) while lag is 110, judged by time: "
-        "no membership reading; time lag unknown: "
-        "committed offset 500 is older than the log-end history (oldest point 600 at 00:00:00)"
+        "no membership reading; time lag ≥ 30s (lower bound: offset 500 existed by 00:00:00; not interpolated: "
+        "committed offset 500 is older than the log-end history (oldest point 600 at 00:00:00))"
     )
     (group,) = emitted["group_status"][2]
     assert (group.group_id, group.status, group.rule) == ("g1", "STALL", "stall")
@@ -108,10 +109,11 @@ def test_stall_and_group_status_from_state(emitted):
     assert (group.total_lag, group.max_lag, group.max_time_lag_s, group.partitions, group.topics) == (
         190,
         110,
-        8.0,
+        30.0,  # t/1's lower bound is above t/0's interpolated 8 s, so the group's maximum is a floor too
         2,
         "t",
     )
+    assert group.max_time_lag_method == "commit_age_lower_bound"
     # One row per group and minute; updated_at is the newest observation behind it, never the window's end.
     assert (group.window_start, group.updated_at) == (dt.datetime(1970, 1, 1), dt.datetime(1970, 1, 1, 0, 0, 30))
 

@@ -11,7 +11,7 @@ from lagwatch.config import LagConfig
 from spark_jobs.lag.rules import Thresholds
 from spark_jobs.lag.time_lag import append_history, interpolate_time_lag
 from spark_jobs.lag.tracker import PartitionTracker
-from tests.spark_jobs.lag.judging import PERIOD_MS, track
+from tests.spark_jobs.lag.judging import PERIOD_MS, judged, track
 
 
 def test_steady_production_interpolates_time_lag_and_eta():
@@ -33,12 +33,32 @@ def test_too_short_history_is_unknown_with_reason():
     assert (report.consume_rate, report.produce_rate, report.eta_s, report.rate_span_s) == (None, None, None, 0.0)
 
 
-def test_committed_offset_older_than_history_is_unknown():
+def test_committed_offset_older_than_history_is_a_lower_bound_from_the_oldest_reading_above_it():
+    # Committed 200 first seen at 15 s, but the log end was already 1000 ≥ 200 at 0 s: at least 15 s.
     report = track([(0, 100, 900), (15, 200, 950)])
-    assert (report.time_lag_s, report.time_lag_method) == (None, "unknown")
+    assert (report.time_lag_s, report.time_lag_method) == (15.0, "commit_age_lower_bound")
     assert report.reason.endswith(
-        "time lag unknown: committed offset 200 is older than the log-end history (oldest point 1000 at 00:00:00)"
+        "time lag ≥ 15s (lower bound: offset 200 existed by 00:00:00; not interpolated: "
+        "committed offset 200 is older than the log-end history (oldest point 1000 at 00:00:00))"
     )
+
+
+def test_a_stopped_consumer_gets_the_age_of_its_commit_as_a_lower_bound():
+    # Issue 27: a STOP group 2,250 messages behind, producers idle too (a flat log-end history):
+    # nothing to interpolate, yet its commit is 3m26s old, so it is at least that far behind.
+    seconds = [*range(0, 200, 15), 206]
+    report = track([(t, 1000, 2250) for t in seconds], LagConfig(window_s=600, stop_after_s=60))
+    assert (report.status, report.lag) == ("STOP", 2250)
+    assert (report.time_lag_s, report.time_lag_method) == (206.0, "commit_age_lower_bound")
+    assert "time lag ≥ 3m26s (lower bound: offset 1000 existed by 00:00:00" in report.reason
+
+
+def test_the_commit_log_dates_the_commit_before_the_first_observation():
+    # The commit log saw offset 500 committed at 20 s (an earlier commit of 400 says nothing about 500);
+    # the first observation at 60 s cannot interpolate (one point), but 500 existed by 20 s.
+    report = judged([(60, 500, 50)], None, commits=[(10, 400), (20, 500)])
+    assert (report.time_lag_s, report.time_lag_method) == (40.0, "commit_age_lower_bound")
+    assert "offset 500 existed by 00:00:20; not interpolated: 1 log-end point(s), need 2" in report.reason
 
 
 def test_history_compresses_flat_runs_resets_on_truncation_and_stays_bounded():
