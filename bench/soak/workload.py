@@ -17,8 +17,6 @@ import signal
 import sys
 import threading
 import time
-from concurrent.futures import Future, wait
-from typing import Any
 
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -56,24 +54,21 @@ def produce_cycle(producer: Producer, ends: dict[tuple[str, int], int]) -> None:
         raise RuntimeError("soak workload: records not delivered within 30 s")
 
 
+def group_request(group: int, ends: dict[tuple[str, int], int], cycle: int) -> list[ConsumerGroupTopicPartitions]:
+    """The group's commit on all partitions of its topic, behind the end by a lag that moves per cycle."""
+    topic = topic_name(group % TOPICS)
+    lags = [(group + p + cycle) % MAX_LAG for p in range(PARTITIONS)]
+    offsets = [TopicPartition(topic, p, max(0, ends[(topic, p)] - lag)) for p, lag in enumerate(lags)]
+    return [ConsumerGroupTopicPartitions(group_name(group), offsets)]
+
+
 def commit_cycle(admin: AdminClient, ends: dict[tuple[str, int], int], cycle: int) -> None:
-    """Every group commits on all partitions of its topic, behind the end by a moving lag."""
-    in_flight: list[Future[Any]] = []
-    for group in range(GROUPS):
-        topic = topic_name(group % TOPICS)
-        offsets = [
-            TopicPartition(topic, p, max(0, ends[(topic, p)] - (group + p + cycle) % MAX_LAG))
-            for p in range(PARTITIONS)
-        ]
-        request = [ConsumerGroupTopicPartitions(group_name(group), offsets)]
-        in_flight.append(admin.alter_consumer_group_offsets(request)[group_name(group)])
-        if len(in_flight) >= IN_FLIGHT:
-            done, pending = wait(in_flight, return_when="FIRST_COMPLETED")
-            for future in done:
-                future.result()
-            in_flight = list(pending)
-    for future in in_flight:
-        future.result(30)
+    """Every group commits (one request per group: the admin API takes one group a call), IN_FLIGHT at a time."""
+    for first in range(0, GROUPS, IN_FLIGHT):
+        chunk = range(first, min(GROUPS, first + IN_FLIGHT))
+        pending = [admin.alter_consumer_group_offsets(group_request(g, ends, cycle))[group_name(g)] for g in chunk]
+        for future in pending:
+            future.result(30)
 
 
 def run(bootstrap: str, interval_s: float, stop: threading.Event) -> int:
