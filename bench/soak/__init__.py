@@ -28,7 +28,16 @@ from bench.common import Result
 from bench.soak import bars
 from bench.soak.browser import PageTimer
 from bench.soak.report import write_report
-from bench.soak.sampler import Minute, directory_mb, freshness_p95, lake_figures, metrics_render_ms, tree_figures
+from bench.soak.sampler import (
+    Minute,
+    directory_mb,
+    freshness_p95,
+    lake_figures,
+    metrics_render_ms,
+    minute_from_dict,
+    newest_batch_id,
+    tree_figures,
+)
 from bench.soak.stack import COLLECT_INTERVAL_S, SoakStack
 from lagwatch.broker import die_with_parent
 from lagwatch.config import Config, load_config
@@ -88,6 +97,7 @@ class Soak:
         if self.last_sample_epoch is not None:  # the first sample has no minute behind it
             minute.freshness_p95_s, minute.freshness_batches = freshness_p95(self.lake, self.last_sample_epoch)
         self.last_sample_epoch = now
+        minute.batch_id = newest_batch_id(self.lake)
         minute.metrics_ms, minute.metrics_bytes = metrics_render_ms(str(state["api_url"]))
         minute.page_ms = self.pages.times()
         minute.load_average = os.getloadavg()[0]
@@ -137,6 +147,20 @@ def save_record(minutes: list[Minute]) -> None:
     RECORD.write_text(json.dumps([dataclasses.asdict(m) for m in minutes], indent=0))
 
 
+def judge(minutes: list[Minute], config: Config) -> list[Result]:
+    """The bars over a record, and the report beside bench/results.md."""
+    results = bars.results(minutes, config)
+    path = write_report(minutes, results, bars.compaction_bound(config))
+    progress(f"report: {path}; record: {RECORD}")
+    return results
+
+
+def judge_saved_record() -> list[Result]:
+    """The last run's record judged again (after a change to the bars or the report), no stack started."""
+    minutes = [minute_from_dict(m) for m in json.loads(RECORD.read_text())]
+    return judge(minutes, load_config(WORK / "config.toml"))
+
+
 def run() -> list[Result]:
     length = soak_minutes()
     shutil.rmtree(WORK, ignore_errors=True)
@@ -159,7 +183,4 @@ def run() -> list[Result]:
         workload.kill()
         broker.stop()
     save_record(minutes)
-    results = bars.results(minutes, config)
-    path = write_report(minutes, results, bars.compaction_bound(config))
-    progress(f"report: {path}; record: {RECORD}")
-    return results
+    return judge(minutes, config)

@@ -21,6 +21,7 @@ import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from lagwatch import lake as lakelib
 from lagwatch.lake_maintenance import COMPACTED_PREFIX, TOMBSTONES_FILE
@@ -58,12 +59,25 @@ class Minute:
     tables: dict[str, TableFigures] = field(default_factory=dict)
     checkpoint_mb: float = 0.0
     state_store_mb: float = 0.0
+    #: The Spark job's newest batch id (pipeline_progress): tells when its checkpoint is past warm-up.
+    batch_id: int | None = None
     freshness_p95_s: float | None = None
     freshness_batches: int = 0
     metrics_ms: float | None = None
     metrics_bytes: int = 0
     page_ms: dict[str, float | None] = field(default_factory=dict)
     load_average: float = 0.0
+
+
+def minute_from_dict(data: dict[str, Any]) -> Minute:
+    """A Minute back from its JSON form (bench/.data/soak-record.json), to judge a record again."""
+    return Minute(
+        **{
+            **data,
+            "processes": {k: TreeFigures(**v) for k, v in data["processes"].items()},
+            "tables": {k: TableFigures(**v) for k, v in data["tables"].items()},
+        }
+    )
 
 
 # --- processes ---
@@ -162,6 +176,23 @@ def freshness_p95(lake: Path, since: float) -> tuple[float | None, int]:
     if not values:
         return None, 0
     return values[min(len(values) - 1, round(0.95 * (len(values) - 1)))], len(values)
+
+
+def newest_batch_id(lake: Path) -> int | None:
+    """The newest batch id any query of the job reported (None before its first batch)."""
+    import duckdb
+
+    if not any((lake / "pipeline_progress").glob("date=2*/*.parquet")):
+        return None
+    con = duckdb.connect()
+    try:
+        row = con.execute(
+            "SELECT max(batch_id) FROM read_parquet(?, union_by_name = true)",
+            [(lake / "pipeline_progress").as_posix() + "/date=2*/*.parquet"],
+        ).fetchone()
+    finally:
+        con.close()
+    return None if row is None or row[0] is None else int(row[0])
 
 
 def metrics_render_ms(api_url: str) -> tuple[float | None, int]:
