@@ -20,7 +20,7 @@ COMPAT_TESTS := $(wildcard tests/collectors/test_*.py) tests/collectors/jmx/test
 	tests/spark_jobs/test_commit_log_lake.py tests/spark_jobs/test_membership_status_lake.py \
 	tests/test_membership_end_to_end.py
 
-.PHONY: run test test-fast bench lint system-deps test-system-deps kafka-home spark-kafka-jars clean venv
+.PHONY: run test test-fast bench soak lint system-deps test-system-deps kafka-home spark-kafka-jars clean venv
 
 venv: $(STAMP)
 
@@ -65,9 +65,15 @@ test-fast: venv test-system-deps kafka-home spark-kafka-jars
 bench: venv system-deps kafka-home spark-kafka-jars
 	$(BIN)/python -m bench
 
+# `lagwatch up` on the real broker for SOAK_MINUTES (not part of `make bench`: it takes an hour);
+# charts in bench/soak-report.html (docs/performance.md, "Soak").
+SOAK_MINUTES ?= 60
+soak: venv system-deps test-system-deps kafka-home
+	$(BIN)/python -m bench soak --minutes $(SOAK_MINUTES)
+
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
 clean:
-	rm -rf lake state .kafka .spark-kafka lagwatch.duckdb test-artifacts bench/results.md bench/.data
+	rm -rf lake state .kafka .spark-kafka lagwatch.duckdb test-artifacts bench/results.md bench/.data bench/soak-report.html

@@ -1,13 +1,17 @@
-"""`python -m bench [name ...]`: run the benchmarks, print one table, write bench/results.md.
+"""`python -m bench [name ...] [--minutes N]`: run the benchmarks, print one table, write bench/results.md.
 
 Each benchmark runs in its own process so one's JVM or memory does not skew another's figures.
+Benchmarks in ON_REQUEST run only when named (the hour-long soak would make every `make bench`
+an hour longer); `--minutes` sets the soak's length.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import json
 import multiprocessing
+import os
 import platform
 import sys
 import time
@@ -35,6 +39,11 @@ BENCHMARKS: dict[str, str] = {
     "detection": "bench.bench_detection",
 }
 
+#: area -> module, run only when named on the command line (not by a plain `python -m bench`).
+ON_REQUEST: dict[str, str] = {
+    "soak": "bench.soak",
+}
+
 
 def run_one(area: str, module: str) -> list[Result]:
     """Run one benchmark module in a fresh interpreter; a crash becomes a "(failed)" row, never a hang."""
@@ -57,8 +66,24 @@ def run_one(area: str, module: str) -> list[Result]:
     return [Result(**r) for r in payload]
 
 
+def chosen_benchmarks(names: list[str]) -> dict[str, str]:
+    """The benchmarks `names` pick (by area or module substring); every default one when none is named."""
+    if not names:
+        return dict(BENCHMARKS)
+    every = {**BENCHMARKS, **ON_REQUEST}
+    return {area: mod for area, mod in every.items() if any(n in area or n in mod for n in names)}
+
+
 def main(argv: list[str]) -> int:
-    chosen = {area: mod for area, mod in BENCHMARKS.items() if not argv or any(a in area or a in mod for a in argv)}
+    parser = argparse.ArgumentParser(prog="python -m bench")
+    parser.add_argument("names", nargs="*", help="benchmarks to run (area or module name; default: all but soak)")
+    parser.add_argument("--minutes", type=float, help="soak length in minutes (default 60)")
+    args = parser.parse_args(argv)
+    if args.minutes is not None:
+        from bench.soak import MINUTES_ENV
+
+        os.environ[MINUTES_ENV] = f"{args.minutes:g}"  # the spawned benchmark process inherits it
+    chosen = chosen_benchmarks(args.names)
     rows: list[tuple[str, Result]] = []
     for area, module in chosen.items():
         print(f"bench: running {area} ({module})", file=sys.stderr, flush=True)
