@@ -165,8 +165,10 @@ def test_a_user_not_allowed_can_neither_silence_nor_run_sql(
         try:
             page = _log_in(browser, login_dashboard.url, VIEWER)
             sidebar = page.get_by_test_id("stSidebar")
-            assert sidebar.get_by_text("Read-only").count() == 1
-            assert sidebar.get_by_role("button", name="Log out").count() == 1
+            # the sidebar draws its lines one by one after "Logged in as": wait for each, then count
+            for shown in (sidebar.get_by_text("Read-only"), sidebar.get_by_role("button", name="Log out")):
+                shown.wait_for(timeout=RENDER_TIMEOUT_MS)
+                assert shown.count() == 1
 
             page.goto(f"{login_dashboard.url}/alerts")
             firing = sum(1 for r in known_lake.rows["alert_events"] if r["event"] == "firing")
