@@ -30,6 +30,7 @@ BENCHMARKS: dict[str, str] = {
     "jmx collector": "bench.bench_jmx",
     "spark job": "bench.bench_spark",
     "spark sources": "bench.bench_spark_sources",
+    "lag state": "bench.bench_lag_state",
     "dashboard": "bench.bench_dashboard",
     "alerts": "bench.bench_alerts",
     "alert backtest": "bench.bench_backtest",
