@@ -43,7 +43,7 @@ BENCHMARKS: dict[str, str] = {
 #: area -> module, run only when named on the command line (not by a plain `python -m bench`).
 ON_REQUEST: dict[str, str] = {
     "soak": "bench.soak",
-    "lag state spark": "bench.bench_lag_state_spark",
+    "batch cost": "bench.bench_batch_cost",
 }
 
 

@@ -1,4 +1,4 @@
-"""The soak's batch through real Spark: `python -m bench "lag state spark"` (on request: ≈ 5 minutes).
+"""The soak's batch through real Spark: `python -m bench "batch cost"` (on request: ≈ 5 minutes).
 
 Why: ``bench_lag_state`` times the operator's Python alone; this runs the same collector cycles
 (500 groups × 10 partitions, ≈ 21,000 samples each) through the job's plan in a local[2]
@@ -88,7 +88,7 @@ def run_query(root: Path) -> tuple[list[dict[str, Any]], list[tuple[float, float
 
 def run() -> list[Result]:
     load = os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="bench-lag-state-") as folder:
+    with tempfile.TemporaryDirectory(prefix="bench-batch-cost-") as folder:
         root = Path(folder)
         write_cycles(root / "samples", CYCLES)
         progress, writes = run_query(root)
