@@ -30,6 +30,7 @@ BENCHMARKS: dict[str, str] = {
     "jmx collector": "bench.bench_jmx",
     "spark job": "bench.bench_spark",
     "spark sources": "bench.bench_spark_sources",
+    "lag state": "bench.bench_lag_state",
     "dashboard": "bench.bench_dashboard",
     "alerts": "bench.bench_alerts",
     "alert backtest": "bench.bench_backtest",
@@ -42,6 +43,7 @@ BENCHMARKS: dict[str, str] = {
 #: area -> module, run only when named on the command line (not by a plain `python -m bench`).
 ON_REQUEST: dict[str, str] = {
     "soak": "bench.soak",
+    "batch cost": "bench.bench_batch_cost",
 }
 
 
