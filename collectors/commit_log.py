@@ -207,6 +207,11 @@ class CommitLogReader:
         with self._lock:
             return {group for group, offsets in self._latest.items() if offsets}
 
+    @property
+    def held_groups(self) -> int:
+        """Groups the table holds an entry for (its size: it must not outlive deleted groups)."""
+        return len(self._latest)
+
     def groups(self) -> dict[str, GroupMetadata]:
         """Latest group metadata (protocol, generation, members) per group id."""
         with self._lock:
@@ -327,6 +332,8 @@ class CommitLogReader:
                         if value is None:
                             if offsets is not None:
                                 offsets.pop((topic, partition), None)
+                                if not offsets:  # a deleted (or short-lived) group leaves no key behind
+                                    del latest[group]
                             continue
                         offset, commit_ts = commit_offset_and_time(value)
                         if offsets is None:

@@ -84,6 +84,11 @@ class JpypeBackend(RemoteJmxBackend):
         self._connection: Any = None
         self._lock = threading.Lock()  # one scrape at a time per target
         self._worker: ScrapeWorker | None = None
+        #: Exact ObjectNames that answered InstanceNotFound, asked with queryNames from then on (an
+        #: empty answer, no exception): jpype keeps every caught Java exception's traceback alive
+        #: (≈ 22 KB a raise over RMI), so an absent MBean read every cycle grew the process without
+        #: bound. At most one name per definition.
+        self._absent: set[str] = set()
 
     def read(self, definitions: Sequence[MetricDef]) -> ReadResult:
         ensure_jvm(self.rmi_timeout_s, self.jvm_path)
@@ -158,38 +163,46 @@ class JpypeBackend(RemoteJmxBackend):
         for definition in definitions:
             by_name.setdefault(definition.object_name, []).append(definition)
         for name, group in by_name.items():
-            if group[0].is_pattern:
-                concrete = list(connection.queryNames(object_name(name), None))
-            else:
+            exact = not group[0].is_pattern
+            if exact and name not in self._absent:
                 concrete = [object_name(name)]
+            else:  # a pattern, or an exact name known absent: an empty answer instead of an exception
+                concrete = list(connection.queryNames(object_name(name), None))
+                if exact and concrete:
+                    self._absent.discard(name)  # registered since: read it as before
             read = self._single_attribute if len(group) == 1 else self._several_attributes
             for mbean in concrete:
-                read(connection, mbean, group, result)
+                if not read(connection, mbean, group, result) and exact:
+                    self._absent.add(name)
 
-    def _single_attribute(self, connection: Any, mbean: Any, group: list[MetricDef], result: ReadResult) -> None:
-        """The common case (one attribute per MBean): getAttribute, the cheapest RMI round trip."""
+    def _single_attribute(self, connection: Any, mbean: Any, group: list[MetricDef], result: ReadResult) -> bool:
+        """The common case (one attribute per MBean): getAttribute, the cheapest RMI round trip.
+        False when the MBean is not registered."""
         definition = group[0]
         try:
             value = connection.getAttribute(mbean, _java_string(definition.attribute))
         except jpype.JClass("javax.management.InstanceNotFoundException"):
-            return  # reported by missing_errors for exact names; a vanished pattern match is normal
+            return False  # reported by missing_errors for exact names; a vanished pattern match is normal
         except jpype.JClass("javax.management.JMException") as exc:
             result.errors.append(f"{mbean}/{definition.attribute}: {_java_message(exc)}")
-            return
+            return True
         self._add_reading(mbean, definition, value, result)
+        return True
 
-    def _several_attributes(self, connection: Any, mbean: Any, group: list[MetricDef], result: ReadResult) -> None:
+    def _several_attributes(self, connection: Any, mbean: Any, group: list[MetricDef], result: ReadResult) -> bool:
+        """getAttributes of one MBean; False when it is not registered."""
         attributes = jpype.JArray(jpype.JString)([d.attribute for d in group])
         try:
             values = {str(a.getName()): a.getValue() for a in connection.getAttributes(mbean, attributes).asList()}
         except jpype.JClass("javax.management.InstanceNotFoundException"):
-            return
+            return False
         except jpype.JClass("javax.management.JMException") as exc:
             result.errors.append(f"{mbean}: {_java_message(exc)}")
-            return
+            return True
         for definition in group:
             if definition.attribute in values:  # absent attributes are reported by missing_errors
                 self._add_reading(mbean, definition, values[definition.attribute], result)
+        return True
 
     @staticmethod
     def _add_reading(mbean: Any, definition: MetricDef, raw: Any, result: ReadResult) -> None:

@@ -273,6 +273,28 @@ def test_reader_forgets_a_deleted_group(
     assert [tp.offset for tp in reader.committed()[kept]] == [6]
 
 
+def test_table_stays_bounded_while_short_lived_groups_come_and_go(
+    broker: RealKafkaBroker, reader: CommitLogReader, kafka: KafkaWorkload, unique: Callable[[str], str]
+):
+    """Group ids that commit once and are deleted (console consumers, test runs) must not leave
+    an entry each behind: over a long run they would grow the table without bound."""
+    topic = unique("topic")
+    kafka.create_topic(topic, 2)
+    kafka.produce(topic, {0: 10, 1: 10})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    wait_until(lambda: reader.held_groups == len(reader.group_ids()), 30, "no leftover entries at start")
+    baseline = reader.held_groups
+    for round_ in range(5):
+        groups = [unique(f"transient-{round_}-{n}") for n in range(8)]
+        for group in groups:
+            kafka.commit(group, topic, {0: 3, 1: 5})
+        wait_until(lambda wanted=set(groups): wanted <= set(reader.committed()), 30, "the round's groups in the table")
+        assert reader.held_groups == baseline + len(groups)
+        for deleted in admin.delete_consumer_groups(groups, request_timeout=10).values():
+            deleted.result()
+        wait_until(lambda: reader.held_groups == baseline, 30, "the deleted groups' entries gone")
+
+
 # -- the admin collector with the commit log -------------------------------------------------------
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 from collectors.jmx.backend import JmxEndpoint
 from collectors.jmx.jpype_backend import JpypeBackend
 from collectors.jmx.mapping import metrics_for
@@ -56,3 +58,29 @@ def test_credentials_are_used_and_wrong_ones_fail_the_scrape(start_jmx_double, m
     bad = scrape(backend="jpype", port=secured.port, username="monitor", password_env="LAGWATCH_TEST_JMX_PW")
     assert not bad.ok
     assert "authentication failed" in bad.errors[0].lower()
+
+
+def _live_tracebacks() -> int:
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if type(o).__name__ == "traceback")
+
+
+def test_a_missing_mbean_read_every_cycle_leaves_nothing_behind(jmx_double: JmxDouble) -> None:
+    """jpype keeps every caught Java exception's traceback alive for good (≈ 4.8 KB a raise, not
+    collectable), so asking getAttribute for an absent MBean every cycle grew the collector
+    without bound: after the first InstanceNotFound the name is asked with queryNames instead."""
+    missing = broken_definition("kafka.server:type=LagwatchTest,name=NeverRegistered", metric="partition_count")
+    present = [d for d in metrics_for("broker") if d.metric == "leader_count"]
+    jmx_double.set("leader_count", 3)
+    backend = JpypeBackend(JmxEndpoint("127.0.0.1", jmx_double.port, 10))
+    try:
+        first = backend.read([*present, missing])
+        before = _live_tracebacks()
+        for _ in range(200):
+            result = backend.read([*present, missing])
+            assert [r.value for r in result.readings] == [3.0]
+            assert result.errors == [f"{missing.query()}: no such MBean or attribute"]
+        assert first.errors == result.errors
+        assert _live_tracebacks() - before < 10  # was 2 per read: 400
+    finally:
+        backend.close()
