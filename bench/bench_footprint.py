@@ -19,7 +19,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from bench.common import Result
+from bench.common import Result, rss_pss_kb
+from lagwatch.processes import descendants
 from tests.fixtures.local_stack import LocalStack
 
 STEADY_S = float(os.environ.get("LAGWATCH_BENCH_FOOTPRINT_S", "300"))
@@ -43,39 +44,20 @@ COMPONENTS: tuple[tuple[str, str], ...] = (
 )
 
 
-def _tree(root: int) -> list[int]:
-    children: dict[int, list[int]] = defaultdict(list)
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            children[int(stat.rsplit(")", 1)[1].split()[1])].append(int(entry.name))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        found.append(pid)
-        todo.extend(children.get(pid, []))
-    return found
-
-
 def footprint(root: int) -> dict[str, tuple[float, float, int]]:
     """Component -> (RSS MB, PSS MB, processes) over `root`'s process tree."""
     totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
-    for pid in _tree(root):
+    for pid in [root, *(proc.pid for proc in descendants(root))]:
         try:
             command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
         except OSError:
             continue
         if not command:
             continue
-        rss = int(re.search(r"^Rss:\s+(\d+)", rollup, re.M).group(1)) / 1024  # type: ignore[union-attr]
-        pss = int(re.search(r"^Pss:\s+(\d+)", rollup, re.M).group(1)) / 1024  # type: ignore[union-attr]
+        rss, pss = rss_pss_kb(pid)
         label = next((name for name, pattern in COMPONENTS if re.search(pattern, command)), "other")
         entry = totals[label]
-        entry[0], entry[1], entry[2] = entry[0] + rss, entry[1] + pss, entry[2] + 1
+        entry[0], entry[1], entry[2] = entry[0] + rss / 1024, entry[1] + pss / 1024, entry[2] + 1
     return {name: (v[0], v[1], int(v[2])) for name, v in totals.items()}
 
 

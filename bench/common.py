@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import resource
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -63,6 +64,24 @@ def peak_rss_mb_self() -> float:
 def cpu_seconds_self() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
+
+
+def rss_pss_kb(pid: int) -> tuple[int, int]:
+    """(Rss, Pss) in kB from /proc/<pid>/smaps_rollup; (0, 0) for a process that just went away.
+
+    PSS splits a page shared by several processes (forked workers, libraries) between them, so a
+    process tree's PSS does not count the same page twice; RSS counts it in each, as `ps` does.
+    """
+    rss = pss = 0
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Rss:"):
+                rss = int(line.split()[1])
+            elif line.startswith("Pss:"):
+                pss = int(line.split()[1])
+    except OSError:
+        pass
+    return rss, pss
 
 
 def format_table(rows: list[tuple[str, Result]]) -> str:

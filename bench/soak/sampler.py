@@ -17,18 +17,18 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.common import rss_pss_kb
 from lagwatch import lake as lakelib
 from lagwatch.lake_maintenance import COMPACTED_PREFIX, TOMBSTONES_FILE
 from lagwatch.processes import descendants
 
-PAGE_SIZE_KB = 4
-CLOCK_TICKS = 100  # os.sysconf("SC_CLK_TCK") on Linux
 METRICS_GETS = 3
 
 
@@ -81,20 +81,6 @@ def minute_from_dict(data: dict[str, Any]) -> Minute:
 
 
 # --- processes ---
-def _rollup_kb(pid: int) -> tuple[int, int]:
-    """(Rss, Pss) in kB from smaps_rollup; (0, 0) for a process that just went away."""
-    rss = pss = 0
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Rss:"):
-                rss = int(line.split()[1])
-            elif line.startswith("Pss:"):
-                pss = int(line.split()[1])
-    except OSError:
-        pass
-    return rss, pss
-
-
 def _cpu_ticks(pid: int) -> int:
     """utime + stime + cutime + cstime: the process's CPU and that of its reaped children."""
     try:
@@ -109,10 +95,10 @@ def tree_figures(root: int) -> TreeFigures:
     pids = [root, *(proc.pid for proc in descendants(root))]
     figures = TreeFigures(processes=len(pids))
     for pid in pids:
-        rss, pss = _rollup_kb(pid)
+        rss, pss = rss_pss_kb(pid)
         figures.rss_mb += rss / 1024
         figures.pss_mb += pss / 1024
-        figures.cpu_s += _cpu_ticks(pid) / CLOCK_TICKS
+        figures.cpu_s += _cpu_ticks(pid) / os.sysconf("SC_CLK_TCK")
     return figures
 
 
