@@ -90,7 +90,7 @@ class Soak:
         state = self.stack.state()
         now = time.time()
         minute = Minute(t_min=(time.monotonic() - self.started) / 60)
-        minute.processes = {name: tree_figures(pid) for name, pid in state["components"].items()}  # type: ignore[union-attr]
+        minute.processes = {name: tree_figures(pid) for name, pid in state["components"].items()}
         minute.tables = lake_figures(self.lake)
         minute.checkpoint_mb = directory_mb(self.checkpoints)
         minute.state_store_mb = directory_mb(self.checkpoints, only="state")

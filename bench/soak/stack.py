@@ -10,7 +10,6 @@ readiness signal.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from lagwatch.broker import free_port
@@ -69,7 +68,3 @@ class SoakStack(LocalStack):
         path = self.work_dir / "config.toml"
         path.write_text(soak_config(self.bootstrap, self.jmx_port))
         return path
-
-    def state(self) -> dict[str, object]:
-        """state/stack.json as `up` wrote it: component pids, dashboard and API URLs."""
-        return dict(json.loads((self.work_dir / "state" / "stack.json").read_text()))
