@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import statistics
 import time
-from pathlib import Path
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
@@ -41,7 +40,7 @@ from collectors.publisher import SamplePublisher
 from collectors.runner import CollectLoop, build_collectors
 from lagwatch.config import Config, parse_config
 from lagwatch.gc_pause import cyclic_gc_paused
-from tests.fixtures.real_kafka import RealKafkaBroker, kafka_home
+from tests.fixtures.real_kafka import RealKafkaBroker, kafka_home, second_kafka_home
 
 TOPICS = 25
 GROUPS = 2_500
@@ -49,11 +48,6 @@ GROUPS = 2_500
 MAX_OVERHEAD = 1.10
 OFFSETS_PER_CLUSTER = GROUPS * PARTITIONS + 2 * TOPICS * PARTITIONS
 OFFSET_METRICS = ("committed_offset", "log_end_offset", "log_start_offset")
-
-
-def second_home() -> Path:
-    compat = os.environ.get("KAFKA_HOME_COMPAT", "")
-    return Path(compat) if compat and any(Path(compat).glob("libs/*.jar")) else kafka_home()
 
 
 def set_up(name: str, bootstrap: str) -> None:
@@ -122,7 +116,7 @@ def measure(clusters: list[tuple[str, str]]) -> tuple[float, float, str]:
 
 def run() -> list[Result]:
     load = os.getloadavg()[0]
-    with RealKafkaBroker(home=kafka_home()) as first, RealKafkaBroker(home=second_home()) as second:
+    with RealKafkaBroker(home=kafka_home()) as first, RealKafkaBroker(home=second_kafka_home()) as second:
         clusters = [(f"kafka-{first.version_text}", first.bootstrap_servers),
                     (f"kafka-{second.version_text}-b", second.bootstrap_servers)]  # fmt: skip
         for name, servers in clusters:

@@ -28,9 +28,9 @@ from tests.api.conftest import RunningApi, lag_row, stop_process, wait_answering
 from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.fixtures.polling import wait_until
 from tests.fixtures.processes import run_lagwatch, start_lagwatch
-from tests.fixtures.real_kafka import RealKafkaBroker
+from tests.fixtures.real_kafka import RealKafkaBroker, second_kafka_home
 from tests.fixtures.samples_topic import read_samples
-from tests.fixtures.two_clusters import Cluster, many_clusters_config, second_kafka_home
+from tests.fixtures.two_clusters import Cluster, many_clusters_config
 
 pytestmark = pytest.mark.slow
 
