@@ -44,7 +44,7 @@ def _results(source: str, rate: Throughput, watch: JobWatch) -> list[Result]:
             "MB",
             None,
             note=f"driver JVM {watch.jvm:,.0f} MB, Python driver {watch.driver:,.0f} MB, Python workers "
-            f"{watch.workers:,.0f} MB (at most {watch.worker_processes} at once); spark.driver.memory 2g",
+            f"{watch.workers:,.0f} MB (at most {watch.worker_processes} at once); the job's default JVM sizing",
         ),
     ]
 
