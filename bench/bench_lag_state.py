@@ -26,18 +26,17 @@ import pandas as pd
 import pyarrow as pa
 
 from bench.common import Result
+from bench.soak import workload
+from bench.soak.workload import MAX_LAG, PARTITIONS, RECORDS_PER_CYCLE, TOPICS, group_name, topic_name
 from lagwatch.config import LagConfig
 from lagwatch.samples import make_sample
 from lagwatch.vocabulary import GROUP_LOG_START_METRIC
 from spark_jobs import packed, rollups, route
 from spark_jobs.schema import PARSED_SAMPLE_SCHEMA
 
-GROUPS = int(os.environ.get("LAGWATCH_BENCH_LAG_GROUPS", "500"))
-PARTITIONS = 10
-TOPICS = 10
+GROUPS = int(os.environ.get("LAGWATCH_BENCH_LAG_GROUPS", str(workload.GROUPS)))
 INTERVAL_MS = 5_000
 T0 = 1_790_000_000_000
-RECORDS_PER_CYCLE = 20
 END, COMMITTED, LAG, CONSTANT = range(4)
 #: The operator's share of the soak's 5 s freshness bar this bench holds a warm batch to.
 BAR_S = 1.0
@@ -109,7 +108,7 @@ def _template() -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
     rows: list[dict[str, Any]] = []
     moves: list[tuple[int, int, int]] = []  # (ts offset, group-partition, value kind) per row
     for group in range(GROUPS):
-        group_id, topic = f"soak-group-{group:04d}", f"soak-{group % TOPICS:02d}"
+        group_id, topic = group_name(group), topic_name(group % TOPICS)
         for metric, value in (("consumer_group_state", 3), ("consumer_group_members", 0)):
             rows.append(_sample(T0, metric, "gauge", value, "admin", group_id=group_id))
             moves.append((0, 0, CONSTANT))
@@ -125,7 +124,7 @@ def _template() -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
                 moves.append((offset_ms, group * PARTITIONS + partition, value_kind))
     for topic_index in range(TOPICS):
         for partition in range(PARTITIONS):
-            topic = f"soak-{topic_index:02d}"
+            topic = topic_name(topic_index)
             rows.append(_sample(T0, "log_end_offset", "counter", 0, "admin", topic=topic, partition=partition))
             moves.append((0, 0, END))
     rows.append(_sample(T0, "up", "gauge", 1, "admin"))
@@ -136,10 +135,10 @@ def _template() -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
 
 def cycle_samples(cycle: int) -> pa.Table:
     """Collector cycle ``cycle`` (5 s apart): as bench/soak/workload.py drives it, every partition
-    gains RECORDS_PER_CYCLE records and every group commits 0..14 records behind the end."""
+    gains RECORDS_PER_CYCLE records and every group commits 0..MAX_LAG-1 records behind the end."""
     template, shift, index, kind = _template()
     end = RECORDS_PER_CYCLE * (cycle + 1)
-    lag = (index // PARTITIONS + index % PARTITIONS + cycle) % 15
+    lag = (index // PARTITIONS + index % PARTITIONS + cycle) % MAX_LAG
     value = np.select(
         [kind == END, kind == COMMITTED, kind == LAG], [end, end - lag, lag], template.column("value").to_numpy()
     ).astype(np.float64)
