@@ -330,24 +330,21 @@ def _answers(config: Config, cluster: ClusterConfig) -> str:
         return "embedded broker (runs with `lagwatch up`)"
     try:
         check_reachable(cluster_client_config(config, cluster), STATUS_KAFKA_TIMEOUT_S, cluster=cluster.name)
-    except KafkaUnreachable as exc:
-        return f"NOT ANSWERING ({exc})" if isinstance(exc, KafkaRefused) else "NOT ANSWERING"
+    except KafkaRefused as exc:  # a cause worth showing: credentials or certificate
+        return f"NOT ANSWERING ({exc})"
+    except KafkaUnreachable:
+        return "NOT ANSWERING"
     return "answering"
 
 
 def _targets_up(config: Config) -> dict[str, dict[str, float]] | str:
     """cluster -> target -> its newest `up` in the lake (1 up, 0 down); a sentence when unreadable."""
-    from lagwatch.lake import connect_readonly
-
     try:
-        con = connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
-        try:
-            rows = con.execute(
-                "SELECT cluster, source, broker, client_id, arg_max(last, window_start) FROM metrics_1m "
-                f"WHERE metric = 'up' AND window_start >= now() - INTERVAL {STATUS_TARGETS_LOOKBACK} GROUP BY ALL"
-            ).fetchall()
-        finally:
-            con.close()
+        rows = _lake_rows(
+            config,
+            "SELECT cluster, source, broker, client_id, arg_max(last, window_start) FROM metrics_1m "
+            f"WHERE metric = 'up' AND window_start >= now() - INTERVAL {STATUS_TARGETS_LOOKBACK} GROUP BY ALL",
+        )
     except Exception as exc:  # no lake yet: say so, status goes on
         return f"targets unknown ({type(exc).__name__})"
     targets: dict[str, dict[str, float]] = {}
@@ -357,20 +354,26 @@ def _targets_up(config: Config) -> dict[str, dict[str, float]] | str:
     return targets
 
 
-def _newest_per(config: Config, metric: str, source: str, label: str) -> dict[Any, float]:
-    """`metric`'s newest 1-minute value per `label` value in the lake (raises when there is no lake yet)."""
+def _lake_rows(config: Config, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    """The rows of one query over the lake's views (raises when there is no lake yet)."""
     from lagwatch.lake import connect_readonly
 
     con = connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
     try:
-        rows = con.execute(
-            f"SELECT {label}, arg_max(last, window_start) FROM metrics_1m "  # label: a column name of ours
-            "WHERE metric = ? AND source = ? GROUP BY 1",
-            [metric, source],
-        ).fetchall()
+        return con.execute(sql, params).fetchall()
     finally:
         con.close()
-    return {key: value for key, value in rows}
+
+
+def _newest_per(config: Config, metric: str, source: str, label: str) -> dict[Any, float]:
+    """`metric`'s newest 1-minute value per `label` value in the lake (raises when there is no lake yet)."""
+    rows = _lake_rows(
+        config,
+        f"SELECT {label}, arg_max(last, window_start) FROM metrics_1m "  # label: a column name of ours
+        "WHERE metric = ? AND source = ? GROUP BY 1",
+        [metric, source],
+    )
+    return dict(rows)
 
 
 def _commit_log_skipped_line(config: Config) -> str:
