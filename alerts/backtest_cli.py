@@ -86,9 +86,11 @@ def grid_for(args: argparse.Namespace, every_s: float, now: float) -> Grid:
 def _run_one(config: Config, args: argparse.Namespace, grid: Grid) -> Report:
     rules = compile_rules(config.alerts)
     cluster = getattr(args, "cluster", None)
-    names = [c.name for c in config.clusters]
-    if cluster and cluster not in names:
-        raise ConfigError(f"--cluster: no cluster {cluster!r} in the config (clusters: {', '.join(names)})")
+    if cluster:
+        try:
+            config.cluster_named(cluster)
+        except KeyError as exc:  # its message names the clusters there are
+            raise ConfigError(f"--cluster: {exc.args[0]}") from None
     chosen = chosen_rules(rules, args.rule)
     return backtest(config, rules, chosen, grid, ignore_silences=args.ignore_silences, cluster=cluster)
 
