@@ -310,13 +310,16 @@ def cluster_lines(config: Config) -> list[str]:
 
     with ThreadPoolExecutor(max_workers=len(config.clusters), thread_name_prefix="status") as pool:
         answers = [pool.submit(_answers, config, cluster) for cluster in config.clusters]
-    targets = _targets_up(config)
+    try:
+        targets, unseen = _targets_up(config), "no `up` samples in the lake yet"
+    except Exception as exc:  # no lake yet: say so, status goes on
+        targets, unseen = {}, f"targets unknown ({type(exc).__name__})"
     lines = []
     for cluster, answer in zip(config.clusters, answers, strict=True):
         reachable = answer.result()
-        up = targets.get(cluster.name) if isinstance(targets, dict) else None
+        up = targets.get(cluster.name)
         if up is None:
-            seen = targets if isinstance(targets, str) else "no `up` samples in the lake yet"
+            seen = unseen
         else:
             down = sorted(name for name, value in up.items() if not value)
             seen = f"targets up {len(up) - len(down)}, down {len(down)}" + (f" ({', '.join(down)})" if down else "")
@@ -337,16 +340,13 @@ def _answers(config: Config, cluster: ClusterConfig) -> str:
     return "answering"
 
 
-def _targets_up(config: Config) -> dict[str, dict[str, float]] | str:
-    """cluster -> target -> its newest `up` in the lake (1 up, 0 down); a sentence when unreadable."""
-    try:
-        rows = _lake_rows(
-            config,
-            "SELECT cluster, source, broker, client_id, arg_max(last, window_start) FROM metrics_1m "
-            f"WHERE metric = 'up' AND window_start >= now() - INTERVAL {STATUS_TARGETS_LOOKBACK} GROUP BY ALL",
-        )
-    except Exception as exc:  # no lake yet: say so, status goes on
-        return f"targets unknown ({type(exc).__name__})"
+def _targets_up(config: Config) -> dict[str, dict[str, float]]:
+    """cluster -> target -> its newest `up` in the lake (1 up, 0 down); raises when there is no lake yet."""
+    rows = _lake_rows(
+        config,
+        "SELECT cluster, source, broker, client_id, arg_max(last, window_start) FROM metrics_1m "
+        f"WHERE metric = 'up' AND window_start >= now() - INTERVAL {STATUS_TARGETS_LOOKBACK} GROUP BY ALL",
+    )
     targets: dict[str, dict[str, float]] = {}
     for cluster, source, broker, client_id, value in rows:
         name = f"broker-{broker}" if broker is not None else f"client-{client_id}" if client_id else source
