@@ -85,7 +85,7 @@ def grid_for(args: argparse.Namespace, every_s: float, now: float) -> Grid:
 
 def _run_one(config: Config, args: argparse.Namespace, grid: Grid) -> Report:
     rules = compile_rules(config.alerts)
-    cluster = getattr(args, "cluster", None)
+    cluster = args.cluster
     if cluster:
         try:
             config.cluster_named(cluster)
