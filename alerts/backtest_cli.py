@@ -23,7 +23,7 @@ from alerts.evaluate import Grid
 from alerts.rules import CompiledRule, compile_rules, effective_rules
 from lagwatch import exit_codes
 from lagwatch.backtest_report import Comparison, Report, rule_toml, to_json
-from lagwatch.config import ENV_CLIENT_KEYS, Config, ConfigError, duration_seconds, parse_config
+from lagwatch.config import Config, ConfigError, duration_seconds, parse_config
 
 #: At most this many alerts and notifications are listed per rule in the table (JSON has all).
 TABLE_ROWS = 50
@@ -40,40 +40,15 @@ def with_rules_file(config: Config, path: str) -> Config:
     unknown = sorted(set(data) - {"alerts"})
     if unknown:
         raise ConfigError(f"invalid rules file {path}:\n  {', '.join(unknown)}: unknown key (only [alerts] is read)")
-    merged = _as_written(config)
-    merged["alerts"].update(data.get("alerts", {}))
-    result = parse_config(merged, path, environ={})
-    result.source_path = config.source_path
-    _restore_clients(result, config)
+    # Only [alerts] changes: it is validated alone, with the file's path in its errors, and put in
+    # a copy of the loaded config (clusters, environment secrets and all, as they were loaded).
+    alerts = {**config.alerts.model_dump(by_alias=True), **data.get("alerts", {})}
+    result = config.model_copy(update={"alerts": parse_config({"alerts": alerts}, path, environ={}).alerts})
     try:
         compile_rules(result.alerts)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
     return result
-
-
-def _as_written(config: Config) -> dict[str, Any]:
-    """The config as a mapping `parse_config` reads back as the same config: loading made
-    `cluster` and `clusters` both complete (and merged `[[jmx.targets]]` into the cluster), so
-    the dump keeps one form of the two, as a file would."""
-    data = config.model_dump(by_alias=True, exclude={"source_path"})
-    for client in (data["transport"]["client"], data["cluster"]["client"], *(c["client"] for c in data["clusters"])):
-        for key in ENV_CLIENT_KEYS:  # came from the environment: a file holding them is refused
-            client.pop(key, None)
-    if len(config.clusters) == 1:
-        del data["clusters"]
-        data["jmx"]["targets"] = []  # already in cluster.jmx.targets
-    else:
-        del data["cluster"]
-    return data
-
-
-def _restore_clients(result: Config, config: Config) -> None:
-    """Put back the environment's client secrets `_as_written` left out (in place, as loading puts
-    them: an assignment would be validated, and validation refuses secrets in client settings)."""
-    pairs = [(result.transport, config.transport), *zip(result.clusters, config.clusters, strict=True)]
-    for merged, loaded in pairs:
-        merged.client.update({k: v for k, v in loaded.client.items() if k in ENV_CLIENT_KEYS})
 
 
 def chosen_rules(rules: list[CompiledRule], names: list[str] | None) -> list[str]:
@@ -110,10 +85,12 @@ def grid_for(args: argparse.Namespace, every_s: float, now: float) -> Grid:
 
 def _run_one(config: Config, args: argparse.Namespace, grid: Grid) -> Report:
     rules = compile_rules(config.alerts)
-    cluster = getattr(args, "cluster", None)
-    names = [c.name for c in config.clusters]
-    if cluster and cluster not in names:
-        raise ConfigError(f"--cluster: no cluster {cluster!r} in the config (clusters: {', '.join(names)})")
+    cluster = args.cluster
+    if cluster:
+        try:
+            config.cluster_named(cluster)
+        except KeyError as exc:  # its message names the clusters there are
+            raise ConfigError(f"--cluster: {exc.args[0]}") from None
     chosen = chosen_rules(rules, args.rule)
     return backtest(config, rules, chosen, grid, ignore_silences=args.ignore_silences, cluster=cluster)
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 import hmac
 import json
 
+from starlette.datastructures import Headers
+from starlette.responses import PlainTextResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api import burrow
@@ -31,14 +33,14 @@ def bearer_token(authorization: str) -> str | None:
     return token.strip()
 
 
-def _refusal(path: str, presented: bool) -> tuple[bytes, str, str]:
-    """(body, content type, WWW-Authenticate) for a request without a valid token."""
+def _refusal(path: str, presented: bool) -> Response:
+    """The 401 answer to a request without a valid token."""
     message = "invalid bearer token" if presented else "missing bearer token (Authorization: Bearer <token>)"
-    challenge = f'Bearer realm="{REALM}"' + (', error="invalid_token"' if presented else "")
+    challenge = {"WWW-Authenticate": f'Bearer realm="{REALM}"' + (', error="invalid_token"' if presented else "")}
     if path.startswith("/v3/"):
-        _, body = burrow.error(path, 401, message)
-        return json.dumps(body, separators=(",", ":")).encode(), "application/json", challenge
-    return f"{message}\n".encode(), "text/plain; charset=utf-8", challenge
+        status, body = burrow.error(path, 401, message)
+        return Response(json.dumps(body, separators=(",", ":")), status, challenge, "application/json")
+    return PlainTextResponse(f"{message}\n", 401, challenge)
 
 
 class BearerTokenAuth:
@@ -56,21 +58,8 @@ class BearerTokenAuth:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
             await self.app(scope, receive, send)
             return
-        headers = dict(scope["headers"])
-        authorization = headers.get(b"authorization", b"").decode("latin-1") or None
+        authorization = Headers(scope=scope).get("authorization") or None  # an empty header is none
         if self.allowed(authorization):
             await self.app(scope, receive, send)
             return
-        body, content_type, challenge = _refusal(scope["path"], authorization is not None)
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", content_type.encode()),
-                    (b"content-length", str(len(body)).encode()),
-                    (b"www-authenticate", challenge.encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await _refusal(scope["path"], authorization is not None)(scope, receive, send)

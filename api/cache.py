@@ -45,8 +45,7 @@ class SnapshotCache:
         self._max_series = max_series
         self._current: Current | None = None
         self._refreshing = threading.Lock()
-        self._attempted = threading.Event()
-        #: Reads finished (read or failed), under _finished_changed: what wait_newer waits on.
+        #: Reads finished (read or failed), under _finished_changed: what wait and wait_newer wait on.
         self._finished = 0
         self._finished_changed = threading.Condition()
         self._dropped_totals: dict[str, int] = {}
@@ -80,7 +79,9 @@ class SnapshotCache:
     def wait(self, timeout_s: float = 60) -> Current:
         """Block until the first read has finished (for the first requests after start)."""
         self._refresh_in_background()
-        if not self._attempted.wait(timeout_s) or self._current is None:
+        with self._finished_changed:
+            finished = self._finished_changed.wait_for(lambda: self._finished > 0, timeout_s)
+        if not finished or self._current is None:
             raise RuntimeError(f"no lake snapshot within {timeout_s} s: {self.last_error or 'still reading'}")
         return self._current
 
@@ -107,7 +108,6 @@ class SnapshotCache:
             self.last_error = f"{type(exc).__name__}: {exc}"
             log.warning("lake read failed (answers keep the previous snapshot): %s", self.last_error)
         finally:
-            self._attempted.set()
             self._refreshing.release()
             with self._finished_changed:
                 self._finished += 1

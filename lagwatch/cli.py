@@ -50,7 +50,7 @@ def run_api(config: Config, args: argparse.Namespace) -> int:
     """
     from api.server import run as run_server
 
-    if not getattr(args, "with_alerts", False):
+    if not args.with_alerts:
         return run_server(config, args)
     from alerts.engine import start_in_background
 

@@ -77,10 +77,17 @@ def check_reachable(settings: dict[str, Any], timeout_s: float = 10.0, *, cluste
         except Exception as exc:
             admin.poll(0.1)  # hands connection errors to the callback (and paces a quick failure)
             cause = refusal_cause(refusals)
-            if cause is None and time.monotonic() < deadline:
-                continue
-            message = unreachable_message(settings, cluster, timeout_s, cause, exc)
-            raise (KafkaUnreachable(message) if cause is None else KafkaRefused(message)) from None
+            if cause is not None:
+                raise KafkaRefused(f"{_where(settings, cluster)} refused the connection: {cause}") from None
+            if time.monotonic() >= deadline:
+                raise KafkaUnreachable(
+                    f"{_where(settings, cluster)} did not answer within {timeout_s:.0f} s ({exc})"
+                ) from None
+
+
+def _where(settings: dict[str, Any], cluster: str) -> str:
+    where = f"Kafka at {settings.get('bootstrap.servers')!r}"
+    return f"cluster {cluster!r}: {where}" if cluster else where
 
 
 _ELAPSED = re.compile(r"\s*\(after \d+ms in state \w+\)$")
@@ -99,17 +106,6 @@ def refusal_cause(errors: list[Any]) -> str | None:
         if error.code() == KafkaError._SSL:
             return f"TLS handshake failed ({detail})"
     return None
-
-
-def unreachable_message(
-    settings: dict[str, Any], cluster: str, timeout_s: float, cause: str | None, exc: Exception
-) -> str:
-    where = f"Kafka at {settings.get('bootstrap.servers')!r}"
-    if cluster:
-        where = f"cluster {cluster!r}: {where}"
-    if cause is not None:
-        return f"{where} refused the connection: {cause}"
-    return f"{where} did not answer within {timeout_s:.0f} s ({exc})"
 
 
 #: Replication factor of created topics when none is configured: 3, or every live broker if fewer.

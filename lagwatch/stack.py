@@ -310,13 +310,16 @@ def cluster_lines(config: Config) -> list[str]:
 
     with ThreadPoolExecutor(max_workers=len(config.clusters), thread_name_prefix="status") as pool:
         answers = [pool.submit(_answers, config, cluster) for cluster in config.clusters]
-    targets = _targets_up(config)
+    try:
+        targets, unseen = _targets_up(config), "no `up` samples in the lake yet"
+    except Exception as exc:  # no lake yet: say so, status goes on
+        targets, unseen = {}, f"targets unknown ({type(exc).__name__})"
     lines = []
     for cluster, answer in zip(config.clusters, answers, strict=True):
         reachable = answer.result()
-        up = targets.get(cluster.name) if isinstance(targets, dict) else None
+        up = targets.get(cluster.name)
         if up is None:
-            seen = targets if isinstance(targets, str) else "no `up` samples in the lake yet"
+            seen = unseen
         else:
             down = sorted(name for name, value in up.items() if not value)
             seen = f"targets up {len(up) - len(down)}, down {len(down)}" + (f" ({', '.join(down)})" if down else "")
@@ -330,26 +333,20 @@ def _answers(config: Config, cluster: ClusterConfig) -> str:
         return "embedded broker (runs with `lagwatch up`)"
     try:
         check_reachable(cluster_client_config(config, cluster), STATUS_KAFKA_TIMEOUT_S, cluster=cluster.name)
-    except KafkaUnreachable as exc:
-        return f"NOT ANSWERING ({exc})" if isinstance(exc, KafkaRefused) else "NOT ANSWERING"
+    except KafkaRefused as exc:  # a cause worth showing: credentials or certificate
+        return f"NOT ANSWERING ({exc})"
+    except KafkaUnreachable:
+        return "NOT ANSWERING"
     return "answering"
 
 
-def _targets_up(config: Config) -> dict[str, dict[str, float]] | str:
-    """cluster -> target -> its newest `up` in the lake (1 up, 0 down); a sentence when unreadable."""
-    from lagwatch.lake import connect_readonly
-
-    try:
-        con = connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
-        try:
-            rows = con.execute(
-                "SELECT cluster, source, broker, client_id, arg_max(last, window_start) FROM metrics_1m "
-                f"WHERE metric = 'up' AND window_start >= now() - INTERVAL {STATUS_TARGETS_LOOKBACK} GROUP BY ALL"
-            ).fetchall()
-        finally:
-            con.close()
-    except Exception as exc:  # no lake yet: say so, status goes on
-        return f"targets unknown ({type(exc).__name__})"
+def _targets_up(config: Config) -> dict[str, dict[str, float]]:
+    """cluster -> target -> its newest `up` in the lake (1 up, 0 down); raises when there is no lake yet."""
+    rows = _lake_rows(
+        config,
+        "SELECT cluster, source, broker, client_id, arg_max(last, window_start) FROM metrics_1m "
+        f"WHERE metric = 'up' AND window_start >= now() - INTERVAL {STATUS_TARGETS_LOOKBACK} GROUP BY ALL",
+    )
     targets: dict[str, dict[str, float]] = {}
     for cluster, source, broker, client_id, value in rows:
         name = f"broker-{broker}" if broker is not None else f"client-{client_id}" if client_id else source
@@ -357,20 +354,26 @@ def _targets_up(config: Config) -> dict[str, dict[str, float]] | str:
     return targets
 
 
-def _newest_per(config: Config, metric: str, source: str, label: str) -> dict[Any, float]:
-    """`metric`'s newest 1-minute value per `label` value in the lake (raises when there is no lake yet)."""
+def _lake_rows(config: Config, sql: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    """The rows of one query over the lake's views (raises when there is no lake yet)."""
     from lagwatch.lake import connect_readonly
 
     con = connect_readonly(config.resolve_path(config.lake.path), config.resolve_path(config.lake.duckdb_path))
     try:
-        rows = con.execute(
-            f"SELECT {label}, arg_max(last, window_start) FROM metrics_1m "  # label: a column name of ours
-            "WHERE metric = ? AND source = ? GROUP BY 1",
-            [metric, source],
-        ).fetchall()
+        return con.execute(sql, params).fetchall()
     finally:
         con.close()
-    return {key: value for key, value in rows}
+
+
+def _newest_per(config: Config, metric: str, source: str, label: str) -> dict[Any, float]:
+    """`metric`'s newest 1-minute value per `label` value in the lake (raises when there is no lake yet)."""
+    rows = _lake_rows(
+        config,
+        f"SELECT {label}, arg_max(last, window_start) FROM metrics_1m "  # label: a column name of ours
+        "WHERE metric = ? AND source = ? GROUP BY 1",
+        [metric, source],
+    )
+    return dict(rows)
 
 
 def _commit_log_skipped_line(config: Config) -> str:
