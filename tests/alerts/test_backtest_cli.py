@@ -1,4 +1,4 @@
-"""`alerts backtest --rules FILE` re-reads the config with the file's rules: either cluster form survives."""
+"""`alerts backtest --rules FILE` swaps in the file's [alerts]: either cluster form survives as loaded."""
 
 from __future__ import annotations
 
@@ -40,10 +40,10 @@ def test_the_clusters_come_back_as_they_were(data: dict[str, Any], tmp_path: Pat
 
 
 @pytest.mark.parametrize("form", ["[cluster]", "[[clusters]]"])
-def test_client_secrets_from_the_environment_stay_out_of_the_re_read_and_are_kept(form: str, tmp_path: Path) -> None:
-    """A SASL cluster's password comes from the environment into the client settings; re-reading
-    the config with them in would be refused ('sasl.password' is a secret), so they stay out of the
-    re-validation and come back afterwards, unchanged."""
+def test_client_secrets_from_the_environment_are_kept(form: str, tmp_path: Path) -> None:
+    """A SASL cluster's password comes from the environment into the client settings; validating
+    the whole config again with it in would refuse it ('sasl.password' is a secret): only [alerts]
+    is validated, so the clients stay as loaded."""
     sasl = {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}
     if form == "[cluster]":
         data: dict[str, Any] = {"cluster": {"name": "eu", "bootstrap_servers": "eu:9092", "client": sasl}}
