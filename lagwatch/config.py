@@ -52,7 +52,12 @@ ENV_CLIENT_KEYS = ("sasl.username", *sorted(SECRET_CLIENT_KEYS))
 
 def client_env_var(section: str, key: str) -> str:
     """The variable that sets `key` of [section] client: cluster, sasl.password → LAGWATCH_CLUSTER_SASL_PASSWORD."""
-    return f"LAGWATCH_{section.upper()}_{key.upper().replace('.', '_')}"
+    return f"LAGWATCH_{section.upper()}_{_env_suffix(key)}"
+
+
+def _env_suffix(key: str) -> str:
+    """A client property as the end of a variable name: sasl.password → SASL_PASSWORD."""
+    return key.upper().replace(".", "_")
 
 
 #: Java Kafka client settings that hold secrets (refused in `[spark] kafka_options`).
@@ -262,7 +267,7 @@ class ClusterConfig(_Model):
     #: Empty: start the embedded tansu broker on a free loopback port (the one-cluster form only).
     bootstrap_servers: str = ""
     #: librdkafka properties passed through as they are (security.protocol, sasl.mechanism,
-    #: ssl.ca.location, …). Secrets come from the environment (`cluster_secret_env`).
+    #: ssl.ca.location, …). Secrets come from the environment (`named_cluster_env_var`).
     client: dict[str, Any] = Field(default_factory=dict)
     #: This cluster's JMX targets; in the one-cluster form `[[jmx.targets]]` adds to them.
     jmx: ClusterJmx = Field(default_factory=ClusterJmx)
@@ -782,7 +787,7 @@ def cluster_env_prefix(name: str) -> str:
 
 def named_cluster_env_var(name: str, key: str) -> str:
     """The variable that sets `key` for the cluster called `name`: LAGWATCH_CLUSTER_PROD_EU_SASL_PASSWORD."""
-    return cluster_env_prefix(name) + key.upper().replace(".", "_")
+    return cluster_env_prefix(name) + _env_suffix(key)
 
 
 def _apply_env_secrets(config: Config, environ: dict[str, str]) -> None:
