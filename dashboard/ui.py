@@ -152,8 +152,7 @@ def lake_page(body: Callable[[AppContext, queries.Scope], None], every_cluster: 
 
 def cluster_names(ctx: AppContext, in_lake: list[str]) -> list[str]:
     """The picker's clusters: every configured one (config order), then any other the lake holds."""
-    configured = [cluster.name for cluster in ctx.config.clusters]
-    return [*configured, *sorted(set(in_lake) - set(configured))]
+    return queries.configured_first([cluster.name for cluster in ctx.config.clusters], in_lake)
 
 
 def no_jmx_targets_hint(ctx: AppContext, cluster: str, shows: str) -> str | None:
