@@ -157,8 +157,9 @@ def cluster_names(ctx: AppContext, in_lake: list[str]) -> list[str]:
 
 def no_jmx_targets_hint(ctx: AppContext, cluster: str, shows: str) -> str | None:
     """Why the picked cluster has no broker metrics, when it is that it has no JMX targets (None: it has some)."""
-    configured = {entry.name: entry for entry in ctx.config.clusters}.get(cluster)
-    if configured is None:
+    try:
+        configured = ctx.config.cluster_named(cluster)
+    except KeyError:
         return f"Cluster {cluster} is not in config.toml (its rows are in the lake): no JMX targets to show {shows}."
     if configured.jmx.targets:
         return None
