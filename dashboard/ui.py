@@ -205,21 +205,24 @@ def local_frame(frame: pd.DataFrame) -> pd.DataFrame:
 #: What an empty cell shows, per column, and what it means (added to the column's help).
 #: Streamlit draws a missing value as "None", which says nothing to a reader.
 DASH = "—"
+_NO_OWNER = ("no owner", "nobody owned the partition in that cycle, or the group was not described")
+_NOT_DESCRIBED = "the broker did not describe the group in that cycle"
+_NO_RATE = (DASH, "no rate yet (one observation)")
 BLANKS: dict[str, tuple[str, str]] = {
     "eta_s": ("not catching up", "the consumer is not gaining on the producers, or there are no rates yet"),
-    "owner_client_id": ("no owner", "nobody owned the partition in that cycle, or the group was not described"),
-    "owner_host": ("no owner", "nobody owned the partition in that cycle, or the group was not described"),
-    "owner_member_id": ("no owner", "nobody owned the partition in that cycle, or the group was not described"),
+    "owner_client_id": _NO_OWNER,
+    "owner_host": _NO_OWNER,
+    "owner_member_id": _NO_OWNER,
     "owner_pending": (DASH, "reconciled: no member waiting to own it"),
-    "group_state": ("not described", "the broker did not describe the group in that cycle"),
-    "members": (DASH, "the broker did not describe the group in that cycle"),
+    "group_state": ("not described", _NOT_DESCRIBED),
+    "members": (DASH, _NOT_DESCRIBED),
     "group_type": (DASH, "the broker never said (tansu, or DescribeGroups off before Kafka 3.8)"),
     "group_epoch": (DASH, "a classic group, or no commit log"),
     "retention_margin": (DASH, "no log start offset read yet"),
     "retention_margin_s": (DASH, "no log start offset or no produce rate yet"),
     "rate_span_s": (DASH, "no rates yet (one observation)"),
-    "consume_rate": (DASH, "no rate yet (one observation)"),
-    "produce_rate": (DASH, "no rate yet (one observation)"),
+    "consume_rate": _NO_RATE,
+    "produce_rate": _NO_RATE,
 }
 #: The meaning of a dash in a column BLANKS does not name.
 UNKNOWN_MEANING = "no value in the lake"
