@@ -61,12 +61,6 @@ def serving_dashboard(lake: KnownLake, log_path: Path, env: dict[str, str] | Non
         log.close()
 
 
-@pytest.fixture
-def dashboard_url(known_lake: KnownLake, tmp_path: Path) -> Iterator[str]:
-    with serving_dashboard(known_lake, tmp_path / "dashboard.log") as url:
-        yield url
-
-
 def _page(browser, url: str):  # type: ignore[no-untyped-def]
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url)
