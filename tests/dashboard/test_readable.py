@@ -10,7 +10,6 @@ canvas (``fillText``) and the test reads those beside the DOM's text.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,6 @@ import pytest
 
 from tests.dashboard.conftest import ROUGH_GROUPS, KnownLake, group_status
 from tests.dashboard.test_browser import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     RENDER_TIMEOUT_MS,
     _check_and_shoot,
     _metric,
@@ -56,17 +53,10 @@ PAGES = [
 
 
 @pytest.fixture
-def browser_page() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": WIDTH, "height": 900})
-            page.add_init_script(RECORD_DRAWN_TEXT)
-            yield page
-        finally:
-            browser.close()
+def browser_page(chromium: Any) -> Any:
+    page = chromium.new_page(viewport={"width": WIDTH, "height": 900})
+    page.add_init_script(RECORD_DRAWN_TEXT)
+    return page
 
 
 def _settled(page: Any, url: str) -> None:
