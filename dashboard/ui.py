@@ -302,10 +302,10 @@ TIME_LAG_CAPTION = (
 def with_time_lag_text(
     frame: pd.DataFrame, column: str = "max_time_lag_s", method: str = "max_time_lag_method"
 ) -> pd.DataFrame:
-    """`column` as text ('≥ 3m 26s', '1m 05s', '—') from it and its method column, which is dropped."""
-    methods = frame[method] if method in frame.columns else pd.Series(None, index=frame.index, dtype=object)
-    text = [time_lag_text(s, m) for s, m in zip(frame[column], methods, strict=True)]
-    return frame.drop(columns=[method], errors="ignore").assign(**{column: text})
+    """`column` as text ('≥ 3m 26s', '1m 05s', '—') from it and its method column, which is dropped.
+    Every caller's frame carries the method column (the group and topic-group queries select it)."""
+    text = [time_lag_text(s, m) for s, m in zip(frame[column], frame[method], strict=True)]
+    return frame.drop(columns=method).assign(**{column: text})
 
 
 def by_time_lag_worst_first(groups: pd.DataFrame) -> pd.DataFrame:
