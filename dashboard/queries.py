@@ -520,8 +520,8 @@ def all_clusters(lake: Lake, scope: Scope, configured: list[str]) -> Frames:
         groups = run(con, SQL_ALL_GROUPS_LATEST, **p)
         targets = run(con, SQL_ALL_TARGETS_LATEST, **p)
         newest_data = run(con, SQL_ALL_NEWEST_DATA, **p)
-    found = set(groups["cluster"]) | set(targets["cluster"]) | set(newest_data["cluster"])
-    names = [*configured, *sorted(str(name) for name in found - set(configured))]
+    found = [*groups["cluster"], *targets["cluster"], *newest_data["cluster"]]
+    names = configured_first(configured, found)
     not_ok = groups[groups["status"] != vocabulary.STATUS_ORDER[0]].copy()
     not_ok["severity"] = [vocabulary.STATUS_SEVERITY.get(status, 0) for status in not_ok["status"]]
     not_ok = not_ok.sort_values(["severity", "cluster", "group_id"], ascending=[False, True, True])
@@ -529,6 +529,11 @@ def all_clusters(lake: Lake, scope: Scope, configured: list[str]) -> Frames:
         "clusters": _cluster_rows(names, groups, targets, newest_data, scope.end),
         "not_ok": not_ok.drop(columns="severity").reset_index(drop=True),
     }
+
+
+def configured_first(configured: list[str], found: list[str]) -> list[str]:
+    """Every configured cluster (config order), then any other ``found`` in the lake, sorted."""
+    return [*configured, *sorted({str(name) for name in found} - set(configured))]
 
 
 def _cluster_rows(

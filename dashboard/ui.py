@@ -152,14 +152,14 @@ def lake_page(body: Callable[[AppContext, queries.Scope], None], every_cluster: 
 
 def cluster_names(ctx: AppContext, in_lake: list[str]) -> list[str]:
     """The picker's clusters: every configured one (config order), then any other the lake holds."""
-    configured = [cluster.name for cluster in ctx.config.clusters]
-    return [*configured, *sorted(set(in_lake) - set(configured))]
+    return queries.configured_first([cluster.name for cluster in ctx.config.clusters], in_lake)
 
 
 def no_jmx_targets_hint(ctx: AppContext, cluster: str, shows: str) -> str | None:
     """Why the picked cluster has no broker metrics, when it is that it has no JMX targets (None: it has some)."""
-    configured = {entry.name: entry for entry in ctx.config.clusters}.get(cluster)
-    if configured is None:
+    try:
+        configured = ctx.config.cluster_named(cluster)
+    except KeyError:
         return f"Cluster {cluster} is not in config.toml (its rows are in the lake): no JMX targets to show {shows}."
     if configured.jmx.targets:
         return None
@@ -205,21 +205,24 @@ def local_frame(frame: pd.DataFrame) -> pd.DataFrame:
 #: What an empty cell shows, per column, and what it means (added to the column's help).
 #: Streamlit draws a missing value as "None", which says nothing to a reader.
 DASH = "—"
+_NO_OWNER = ("no owner", "nobody owned the partition in that cycle, or the group was not described")
+_NOT_DESCRIBED = "the broker did not describe the group in that cycle"
+_NO_RATE = (DASH, "no rate yet (one observation)")
 BLANKS: dict[str, tuple[str, str]] = {
     "eta_s": ("not catching up", "the consumer is not gaining on the producers, or there are no rates yet"),
-    "owner_client_id": ("no owner", "nobody owned the partition in that cycle, or the group was not described"),
-    "owner_host": ("no owner", "nobody owned the partition in that cycle, or the group was not described"),
-    "owner_member_id": ("no owner", "nobody owned the partition in that cycle, or the group was not described"),
+    "owner_client_id": _NO_OWNER,
+    "owner_host": _NO_OWNER,
+    "owner_member_id": _NO_OWNER,
     "owner_pending": (DASH, "reconciled: no member waiting to own it"),
-    "group_state": ("not described", "the broker did not describe the group in that cycle"),
-    "members": (DASH, "the broker did not describe the group in that cycle"),
+    "group_state": ("not described", _NOT_DESCRIBED),
+    "members": (DASH, _NOT_DESCRIBED),
     "group_type": (DASH, "the broker never said (tansu, or DescribeGroups off before Kafka 3.8)"),
     "group_epoch": (DASH, "a classic group, or no commit log"),
     "retention_margin": (DASH, "no log start offset read yet"),
     "retention_margin_s": (DASH, "no log start offset or no produce rate yet"),
     "rate_span_s": (DASH, "no rates yet (one observation)"),
-    "consume_rate": (DASH, "no rate yet (one observation)"),
-    "produce_rate": (DASH, "no rate yet (one observation)"),
+    "consume_rate": _NO_RATE,
+    "produce_rate": _NO_RATE,
 }
 #: The meaning of a dash in a column BLANKS does not name.
 UNKNOWN_MEANING = "no value in the lake"
@@ -299,10 +302,10 @@ TIME_LAG_CAPTION = (
 def with_time_lag_text(
     frame: pd.DataFrame, column: str = "max_time_lag_s", method: str = "max_time_lag_method"
 ) -> pd.DataFrame:
-    """`column` as text ('≥ 3m 26s', '1m 05s', '—') from it and its method column, which is dropped."""
-    methods = frame[method] if method in frame.columns else pd.Series(None, index=frame.index, dtype=object)
-    text = [time_lag_text(s, m) for s, m in zip(frame[column], methods, strict=True)]
-    return frame.drop(columns=[method], errors="ignore").assign(**{column: text})
+    """`column` as text ('≥ 3m 26s', '1m 05s', '—') from it and its method column, which is dropped.
+    Every caller's frame carries the method column (the group and topic-group queries select it)."""
+    text = [time_lag_text(s, m) for s, m in zip(frame[column], frame[method], strict=True)]
+    return frame.drop(columns=method).assign(**{column: text})
 
 
 def by_time_lag_worst_first(groups: pd.DataFrame) -> pd.DataFrame:

@@ -74,18 +74,17 @@ def quick_chart(frame: pd.DataFrame) -> None:
 
 def render() -> None:
     ctx = ui.context()
+    cluster = ui.scope().cluster
     st.caption(
         "Read-only: one SELECT (or WITH … SELECT, DESCRIBE, SHOW, SUMMARIZE, EXPLAIN) over the views "
         f"{', '.join(['metrics_10s', 'metrics_1m', 'lag_1m', 'group_status', 'alert_events'])}, … "
         "Times are stored in UTC. The examples read the picked cluster "
-        f"(**{ui.scope().cluster}**, column `cluster`); your own SQL reads what it names."
+        f"(**{cluster}**, column `cluster`); your own SQL reads what it names."
     )
     granted = ui.access()
     ui.read_only_note(granted, "running SQL")
     st.selectbox("Example queries", list(EXAMPLES), key="sql_example", on_change=_use_example, index=None)
-    sql = st.text_area(
-        "SQL", key="sql_text", height=160, placeholder=example("Groups, worst lag first", ui.scope().cluster)
-    )
+    sql = st.text_area("SQL", key="sql_text", height=160, placeholder=example("Groups, worst lag first", cluster))
     clicked = st.button("Run", type="primary", disabled=not granted.can_act)
     if clicked and sql.strip() and not ui.refused(granted, "running SQL"):
         try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -466,6 +466,30 @@ def known_lake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> KnownLake:
     built = build_known_lake(tmp_path)
     monkeypatch.setenv("LAGWATCH_CONFIG", str(built.config_path))
     return built
+
+
+@pytest.fixture
+def dashboard_url(known_lake: KnownLake, tmp_path: Path) -> Iterator[str]:
+    """`lagwatch dashboard` over the known lake until the test ends; its URL."""
+    from tests.dashboard.test_browser import serving_dashboard  # imported here: test_browser imports this module
+
+    with serving_dashboard(known_lake, tmp_path / "dashboard.log") as url:
+        yield url
+
+
+@pytest.fixture
+def chromium() -> Iterator[Any]:
+    """A headless chromium (the Debian package) for the test, closed after it."""
+    from playwright.sync_api import sync_playwright
+
+    from tests.dashboard.test_browser import CHROMIUM, CHROMIUM_ARGS  # imported here: test_browser imports this module
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
 
 
 @pytest.fixture

@@ -18,6 +18,7 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -61,12 +62,6 @@ def serving_dashboard(lake: KnownLake, log_path: Path, env: dict[str, str] | Non
         log.close()
 
 
-@pytest.fixture
-def dashboard_url(known_lake: KnownLake, tmp_path: Path) -> Iterator[str]:
-    with serving_dashboard(known_lake, tmp_path / "dashboard.log") as url:
-        yield url
-
-
 def _page(browser, url: str):  # type: ignore[no-untyped-def]
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     page.goto(url)
@@ -95,105 +90,90 @@ def _check_and_shoot(page, name: str, artifacts: Path) -> None:  # type: ignore[
 
 
 @pytest.mark.slow
-def test_every_page_in_chromium(known_lake: KnownLake, dashboard_url: str, artifacts_dir: Path) -> None:
-    from playwright.sync_api import sync_playwright
-
+def test_every_page_in_chromium(known_lake: KnownLake, dashboard_url: str, artifacts_dir: Path, chromium: Any) -> None:
     status = group_status(known_lake)
     worst = status.sort_values("total_lag", ascending=False).iloc[0]
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = _page(browser, dashboard_url)
-            urp = sum(broker_gauges(known_lake, "under_replicated_partitions").values())
-            assert _metric(page, "Under-replicated partitions") == f"{urp:,.0f}"
-            up = broker_gauges(known_lake, "up")
-            assert _metric(page, "Brokers down") == str(sum(1 for v in up.values() if v < 1))
-            cells = _cell_texts(page)
-            numbers = {float(c.replace(",", "")) for c in cells if re.fullmatch(r"[\d,]+(\.\d+)?", c)}
-            assert float(worst["total_lag"]) in numbers, cells  # the lag number is on screen, not cut off
-            slowest = round(status["max_time_lag_s"].max())
-            assert f"{slowest // 60}m {slowest % 60:02d}s" in cells, cells  # a time lag reads as a duration
-            chips = {f"{k}={v}" for r in known_lake.rows["alert_events"] for k, v in json.loads(r["labels"]).items()}
-            assert chips - {c for c in chips if c.startswith("alertname=")} <= set(cells), cells
-            assert not [c for c in cells if c.startswith("{")], "alert labels shown as raw JSON"
-            _check_and_shoot(page, "overview", artifacts_dir)
+    page = _page(chromium, dashboard_url)
+    urp = sum(broker_gauges(known_lake, "under_replicated_partitions").values())
+    assert _metric(page, "Under-replicated partitions") == f"{urp:,.0f}"
+    up = broker_gauges(known_lake, "up")
+    assert _metric(page, "Brokers down") == str(sum(1 for v in up.values() if v < 1))
+    cells = _cell_texts(page)
+    numbers = {float(c.replace(",", "")) for c in cells if re.fullmatch(r"[\d,]+(\.\d+)?", c)}
+    assert float(worst["total_lag"]) in numbers, cells  # the lag number is on screen, not cut off
+    slowest = round(status["max_time_lag_s"].max())
+    assert f"{slowest // 60}m {slowest % 60:02d}s" in cells, cells  # a time lag reads as a duration
+    chips = {f"{k}={v}" for r in known_lake.rows["alert_events"] for k, v in json.loads(r["labels"]).items()}
+    assert chips - {c for c in chips if c.startswith("alertname=")} <= set(cells), cells
+    assert not [c for c in cells if c.startswith("{")], "alert labels shown as raw JSON"
+    _check_and_shoot(page, "overview", artifacts_dir)
 
-            page.goto(f"{dashboard_url}/brokers")
-            elections = [r for r in known_lake.rows["metrics_1m"] if r["metric"] == "leader_elections_total"]
-            assert _metric(page, "Leader elections in range") == f"{sum(r['rate_per_s'] * 60 for r in elections):,.0f}"
-            _check_and_shoot(page, "brokers", artifacts_dir)
+    page.goto(f"{dashboard_url}/brokers")
+    elections = [r for r in known_lake.rows["metrics_1m"] if r["metric"] == "leader_elections_total"]
+    assert _metric(page, "Leader elections in range") == f"{sum(r['rate_per_s'] * 60 for r in elections):,.0f}"
+    _check_and_shoot(page, "brokers", artifacts_dir)
 
-            page.goto(f"{dashboard_url}/topics")
-            offsets = [r for r in known_lake.rows["metrics_1m"] if r["metric"] == "log_end_offset"]
-            assert _metric(page, "Partitions") == str(len({(r["topic"], r["partition"]) for r in offsets}))
-            _check_and_shoot(page, "topics", artifacts_dir)
+    page.goto(f"{dashboard_url}/topics")
+    offsets = [r for r in known_lake.rows["metrics_1m"] if r["metric"] == "log_end_offset"]
+    assert _metric(page, "Partitions") == str(len({(r["topic"], r["partition"]) for r in offsets}))
+    _check_and_shoot(page, "topics", artifacts_dir)
 
-            page.goto(f"{dashboard_url}/groups")
-            assert _metric(page, "Total lag (messages)") == f"{worst['total_lag']:,.0f}"
-            assert _metric(page, "Status") == worst["status"]
-            newest_lag = [r for r in known_lake.rows["lag_1m"] if r["group_id"] == worst["group_id"]]
-            newest_lag = [r for r in newest_lag if r["window_start"] == max(x["window_start"] for x in newest_lag)]
-            assert all(r["eta_s"] is None and r["lag"] > 0 for r in newest_lag), "fixture: a group not catching up"
-            assert _metric(page, "Time to catch up") == "not catching up"
-            _check_and_shoot(page, "groups", artifacts_dir)
+    page.goto(f"{dashboard_url}/groups")
+    assert _metric(page, "Total lag (messages)") == f"{worst['total_lag']:,.0f}"
+    assert _metric(page, "Status") == worst["status"]
+    newest_lag = [r for r in known_lake.rows["lag_1m"] if r["group_id"] == worst["group_id"]]
+    newest_lag = [r for r in newest_lag if r["window_start"] == max(x["window_start"] for x in newest_lag)]
+    assert all(r["eta_s"] is None and r["lag"] > 0 for r in newest_lag), "fixture: a group not catching up"
+    assert _metric(page, "Time to catch up") == "not catching up"
+    _check_and_shoot(page, "groups", artifacts_dir)
 
-            page.goto(f"{dashboard_url}/alerts")
-            firing = sum(1 for r in known_lake.rows["alert_events"] if r["event"] == "firing")
-            assert _metric(page, "Firing events") == str(firing)
-            assert not [c for c in _cell_texts(page) if c.startswith("{")], "alert labels shown as raw JSON"
-            _check_and_shoot(page, "alerts", artifacts_dir)
+    page.goto(f"{dashboard_url}/alerts")
+    firing = sum(1 for r in known_lake.rows["alert_events"] if r["event"] == "firing")
+    assert _metric(page, "Firing events") == str(firing)
+    assert not [c for c in _cell_texts(page) if c.startswith("{")], "alert labels shown as raw JSON"
+    _check_and_shoot(page, "alerts", artifacts_dir)
 
-            page.goto(f"{dashboard_url}/pipeline")
-            assert _metric(page, "Dead letters") == str(len(known_lake.rows["dead_letters"]))
-            _check_and_shoot(page, "pipeline", artifacts_dir)
+    page.goto(f"{dashboard_url}/pipeline")
+    assert _metric(page, "Dead letters") == str(len(known_lake.rows["dead_letters"]))
+    _check_and_shoot(page, "pipeline", artifacts_dir)
 
-            page.goto(f"{dashboard_url}/sql")
-            page.get_by_role("textbox", name="SQL").fill("SELECT group_id FROM group_status")
-            page.get_by_role("button", name="Run").click()
-            rows = len(known_lake.rows["group_status"]) - 1  # one row was rewritten by a newer version
-            page.get_by_text(f"{rows} row(s)").wait_for(timeout=RENDER_TIMEOUT_MS)
-            _check_and_shoot(page, "sql", artifacts_dir)
-            page.get_by_role("textbox", name="SQL").fill("COPY group_status TO '/tmp/x.csv'")
-            page.get_by_role("button", name="Run").click()
-            page.get_by_text("COPY is not allowed").wait_for(timeout=RENDER_TIMEOUT_MS)
-        finally:
-            browser.close()
+    page.goto(f"{dashboard_url}/sql")
+    page.get_by_role("textbox", name="SQL").fill("SELECT group_id FROM group_status")
+    page.get_by_role("button", name="Run").click()
+    rows = len(known_lake.rows["group_status"]) - 1  # one row was rewritten by a newer version
+    page.get_by_text(f"{rows} row(s)").wait_for(timeout=RENDER_TIMEOUT_MS)
+    _check_and_shoot(page, "sql", artifacts_dir)
+    page.get_by_role("textbox", name="SQL").fill("COPY group_status TO '/tmp/x.csv'")
+    page.get_by_role("button", name="Run").click()
+    page.get_by_text("COPY is not allowed").wait_for(timeout=RENDER_TIMEOUT_MS)
 
 
 @pytest.mark.slow
-def test_range_picker_writes_the_url(known_lake: KnownLake, dashboard_url: str) -> None:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = _page(browser, f"{dashboard_url}/groups?range=1h")
-            _metric(page, "Total lag (messages)")
-            sidebar = page.get_by_test_id("stSidebar")
-            sidebar.get_by_test_id("stSelectbox").filter(has_text="Time range").click()
-            page.get_by_role("option", name="24h").click()
-            page.wait_for_url("**range=24h**", timeout=RENDER_TIMEOUT_MS)
-            assert "cluster=test-cluster" in page.url
-            page.goto(page.url)  # the link alone reproduces the view
-            _metric(page, "Total lag (messages)")
-            caption = page.get_by_text("refreshes every").first.inner_text()
-            start, end = (
-                dt.datetime.strptime(part.strip()[-16:], "%Y-%m-%d %H:%M")
-                for part in caption.split(" (")[0].split(" → ")
-            )
-            assert end - start == dt.timedelta(hours=24)
-        finally:
-            browser.close()
+def test_range_picker_writes_the_url(known_lake: KnownLake, dashboard_url: str, chromium: Any) -> None:
+    page = _page(chromium, f"{dashboard_url}/groups?range=1h")
+    _metric(page, "Total lag (messages)")
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_test_id("stSelectbox").filter(has_text="Time range").click()
+    page.get_by_role("option", name="24h").click()
+    page.wait_for_url("**range=24h**", timeout=RENDER_TIMEOUT_MS)
+    assert "cluster=test-cluster" in page.url
+    page.goto(page.url)  # the link alone reproduces the view
+    _metric(page, "Total lag (messages)")
+    caption = page.get_by_text("refreshes every").first.inner_text()
+    start, end = (
+        dt.datetime.strptime(part.strip()[-16:], "%Y-%m-%d %H:%M") for part in caption.split(" (")[0].split(" → ")
+    )
+    assert end - start == dt.timedelta(hours=24)
 
 
 @pytest.mark.slow
-def test_backtest_panel_replays_a_default_rule(known_lake: KnownLake, dashboard_url: str, artifacts_dir: Path) -> None:
+def test_backtest_panel_replays_a_default_rule(
+    known_lake: KnownLake, dashboard_url: str, artifacts_dir: Path, chromium: Any
+) -> None:
     """ConsumerGroupStalled over the last hour: a would-be alert per group of the picked cluster
     at STALL or worse in it (orders-app went OK → STALL two minutes ago; reports is STOP); broker 3
     is down in this lake, so the default inhibition (broker_down mutes lag) holds their
     notifications back, as the engine would: none sent, the change never notified."""
-    from playwright.sync_api import sync_playwright
-
     from tests.dashboard.conftest import CLUSTER
 
     stalled = {
@@ -203,71 +183,57 @@ def test_backtest_panel_replays_a_default_rule(known_lake: KnownLake, dashboard_
     }
     assert "orders-app" in stalled
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = _page(browser, f"{dashboard_url}/alerts?range=1h")
-            page.get_by_text('name = "UnderReplicatedPartitions"').first.wait_for(timeout=RENDER_TIMEOUT_MS)
-            page.wait_for_timeout(1000)
-            page.get_by_test_id("stSelectbox").filter(has_text="Rule").click()
-            page.keyboard.type("ConsumerGroupStalled")
-            page.keyboard.press("Enter")
-            page.get_by_text('name = "ConsumerGroupStalled"').first.wait_for(timeout=RENDER_TIMEOUT_MS)
-            page.get_by_role("button", name="Run backtest").click()
-            assert _metric(page, "Would-be alerts") == str(len(stalled))
-            assert _metric(page, "Notifications") == "0"
-            page.get_by_test_id("stPlotlyChart").last.wait_for(timeout=RENDER_TIMEOUT_MS)
-            cells = _cell_texts(page)
-            assert "inhibited by BrokerDown" in cells, cells
-            assert "never" in cells, "the OK → STALL change is listed, never notified"
-            _check_and_shoot(page, "alerts-backtest", artifacts_dir)
-        finally:
-            browser.close()
+    page = _page(chromium, f"{dashboard_url}/alerts?range=1h")
+    page.get_by_text('name = "UnderReplicatedPartitions"').first.wait_for(timeout=RENDER_TIMEOUT_MS)
+    page.wait_for_timeout(1000)
+    page.get_by_test_id("stSelectbox").filter(has_text="Rule").click()
+    page.keyboard.type("ConsumerGroupStalled")
+    page.keyboard.press("Enter")
+    page.get_by_text('name = "ConsumerGroupStalled"').first.wait_for(timeout=RENDER_TIMEOUT_MS)
+    page.get_by_role("button", name="Run backtest").click()
+    assert _metric(page, "Would-be alerts") == str(len(stalled))
+    assert _metric(page, "Notifications") == "0"
+    page.get_by_test_id("stPlotlyChart").last.wait_for(timeout=RENDER_TIMEOUT_MS)
+    cells = _cell_texts(page)
+    assert "inhibited by BrokerDown" in cells, cells
+    assert "never" in cells, "the OK → STALL change is listed, never notified"
+    _check_and_shoot(page, "alerts-backtest", artifacts_dir)
 
 
 @pytest.mark.slow
 def test_all_clusters_page_and_the_cluster_picker_in_chromium(
-    two_clusters: KnownLake, dashboard_url: str, artifacts_dir: Path
+    two_clusters: KnownLake, dashboard_url: str, artifacts_dir: Path, chromium: Any
 ) -> None:
     """The All clusters page names both clusters' not-OK groups with their cluster (prod-eu's
     orders-app ERR, test-cluster's orders-app STALL: one group id, two clusters), with no raw
     None; picking prod-eu scopes the groups page to prod-eu's groups."""
-    from playwright.sync_api import sync_playwright
-
     from tests.dashboard.conftest import CLUSTER, SECOND_CLUSTER, SECOND_GROUPS
 
     home = group_status(two_clusters)
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = _page(browser, f"{dashboard_url}/clusters")
-            page.get_by_text("Groups not OK, every cluster").wait_for(timeout=RENDER_TIMEOUT_MS)
-            cells = _cell_texts(page)
-            assert {CLUSTER, SECOND_CLUSTER} <= set(cells), cells
-            rows = page.get_by_test_id("stDataFrame").last.locator("[role=row]")
-            texts = [
-                " | ".join(t.strip() for t in row.locator("[role=gridcell]").all_text_contents()) for row in rows.all()
-            ]
-            for cluster, group, status in [
-                *((CLUSTER, g, s) for g, s in zip(home["group_id"], home["status"], strict=True) if s != "OK"),
-                *((SECOND_CLUSTER, g, s) for g, s in SECOND_GROUPS.items() if s != "OK"),
-            ]:
-                assert any(t.startswith(f"{cluster} | {group} | {status}") for t in texts), (cluster, group, texts)
-            assert "None" not in cells and "nan" not in cells, cells
-            _check_and_shoot(page, "all-clusters", artifacts_dir)
+    page = _page(chromium, f"{dashboard_url}/clusters")
+    page.get_by_text("Groups not OK, every cluster").wait_for(timeout=RENDER_TIMEOUT_MS)
+    cells = _cell_texts(page)
+    assert {CLUSTER, SECOND_CLUSTER} <= set(cells), cells
+    rows = page.get_by_test_id("stDataFrame").last.locator("[role=row]")
+    texts = [" | ".join(t.strip() for t in row.locator("[role=gridcell]").all_text_contents()) for row in rows.all()]
+    for cluster, group, status in [
+        *((CLUSTER, g, s) for g, s in zip(home["group_id"], home["status"], strict=True) if s != "OK"),
+        *((SECOND_CLUSTER, g, s) for g, s in SECOND_GROUPS.items() if s != "OK"),
+    ]:
+        assert any(t.startswith(f"{cluster} | {group} | {status}") for t in texts), (cluster, group, texts)
+    assert "None" not in cells and "nan" not in cells, cells
+    _check_and_shoot(page, "all-clusters", artifacts_dir)
 
-            page.goto(f"{dashboard_url}/groups")
-            _metric(page, "Total lag (messages)")
-            sidebar = page.get_by_test_id("stSidebar")
-            sidebar.get_by_test_id("stSelectbox").filter(has_text="Cluster").click()
-            page.get_by_role("option", name=SECOND_CLUSTER).click()
-            page.wait_for_url(f"**cluster={SECOND_CLUSTER}**", timeout=RENDER_TIMEOUT_MS)
-            page.get_by_text(f"Cluster {SECOND_CLUSTER}").first.wait_for(timeout=RENDER_TIMEOUT_MS)
-            page.wait_for_timeout(1500)
-            groups_cells = set(_cell_texts(page))
-            assert set(SECOND_GROUPS) <= groups_cells, groups_cells
-            assert not set(home["group_id"]) - set(SECOND_GROUPS) & groups_cells, "test-cluster's groups shown"
-            assert "ERR" in groups_cells
-            _check_and_shoot(page, "groups-prod-eu", artifacts_dir)
-        finally:
-            browser.close()
+    page.goto(f"{dashboard_url}/groups")
+    _metric(page, "Total lag (messages)")
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_test_id("stSelectbox").filter(has_text="Cluster").click()
+    page.get_by_role("option", name=SECOND_CLUSTER).click()
+    page.wait_for_url(f"**cluster={SECOND_CLUSTER}**", timeout=RENDER_TIMEOUT_MS)
+    page.get_by_text(f"Cluster {SECOND_CLUSTER}").first.wait_for(timeout=RENDER_TIMEOUT_MS)
+    page.wait_for_timeout(1500)
+    groups_cells = set(_cell_texts(page))
+    assert set(SECOND_GROUPS) <= groups_cells, groups_cells
+    assert not set(home["group_id"]) - set(SECOND_GROUPS) & groups_cells, "test-cluster's groups shown"
+    assert "ERR" in groups_cells
+    _check_and_shoot(page, "groups-prod-eu", artifacts_dir)

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ from dashboard import login_secrets
 from lagwatch.config import DASHBOARD_CLIENT_SECRET_ENV, DASHBOARD_COOKIE_SECRET_ENV, load_config
 from lagwatch.silences import FILE_NAME
 from tests.dashboard.conftest import KnownLake, broker_gauges
-from tests.dashboard.test_browser import CHROMIUM, CHROMIUM_ARGS, RENDER_TIMEOUT_MS, _metric, serving_dashboard
+from tests.dashboard.test_browser import RENDER_TIMEOUT_MS, _metric, serving_dashboard
 from tests.fixtures.oidc_provider import OidcProvider
 
 pytestmark = pytest.mark.slow
@@ -99,93 +100,74 @@ def test_the_generated_secrets_file_is_private(login_dashboard: LoginDashboard) 
     assert 'client_id = "lagwatch-test"' in text and "/oauth2callback" in text
 
 
-def test_a_visitor_sees_only_the_login_page(login_dashboard: LoginDashboard, known_lake: KnownLake) -> None:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            for path in ("", "/alerts", "/sql"):
-                page = browser.new_page()
-                page.goto(login_dashboard.url + path)
-                page.get_by_role("button", name="Log in").wait_for(timeout=RENDER_TIMEOUT_MS)
-                page.wait_for_timeout(1000)
-                assert page.get_by_test_id("stSidebarNav").count() == 0, f"{path}: navigation shown before login"
-                assert page.get_by_test_id("stMetric").count() == 0, f"{path}: lake numbers shown before login"
-                assert page.get_by_role("button", name="Create silence").count() == 0
-                page.close()
-        finally:
-            browser.close()
+def test_a_visitor_sees_only_the_login_page(
+    login_dashboard: LoginDashboard, known_lake: KnownLake, chromium: Any
+) -> None:
+    for path in ("", "/alerts", "/sql"):
+        page = chromium.new_page()
+        page.goto(login_dashboard.url + path)
+        page.get_by_role("button", name="Log in").wait_for(timeout=RENDER_TIMEOUT_MS)
+        page.wait_for_timeout(1000)
+        assert page.get_by_test_id("stSidebarNav").count() == 0, f"{path}: navigation shown before login"
+        assert page.get_by_test_id("stMetric").count() == 0, f"{path}: lake numbers shown before login"
+        assert page.get_by_role("button", name="Create silence").count() == 0
+        page.close()
 
 
 def test_an_allowed_user_sees_the_pages_and_creates_a_silence(
-    login_dashboard: LoginDashboard, known_lake: KnownLake, artifacts_dir: Path
+    login_dashboard: LoginDashboard, known_lake: KnownLake, artifacts_dir: Path, chromium: Any
 ) -> None:
-    from playwright.sync_api import sync_playwright
-
     assert _silences(login_dashboard) == []
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = _log_in(browser, login_dashboard.url, ALLOWED)
-            urp = sum(broker_gauges(known_lake, "under_replicated_partitions").values())
-            assert _metric(page, "Under-replicated partitions") == f"{urp:,.0f}"
-            page.goto(f"{login_dashboard.url}/alerts")
-            page.get_by_role("button", name="Create silence").wait_for(timeout=RENDER_TIMEOUT_MS)
-            assert page.get_by_text("Read-only:").count() == 0
-            page.get_by_label("Matchers").fill("alertname=ConsumerLagHigh\ngroup_id=orders-app")
-            page.get_by_label("Comment").fill("deploy of orders-app")
-            page.get_by_role("button", name="Create silence").click()
-            deadline = time.monotonic() + 30
-            while not _silences(login_dashboard) and time.monotonic() < deadline:
-                time.sleep(0.25)
-            [silence] = _silences(login_dashboard)
-            assert silence["matchers"] == {"alertname": "ConsumerLagHigh", "group_id": "orders-app"}
-            assert (silence["created_by"], silence["comment"]) == (ALLOWED, "deploy of orders-app")
-            _metric(page, "Active silences")
-            page.screenshot(path=str(artifacts_dir / "dashboard-login-allowed-alerts.png"), full_page=True)
+    page = _log_in(chromium, login_dashboard.url, ALLOWED)
+    urp = sum(broker_gauges(known_lake, "under_replicated_partitions").values())
+    assert _metric(page, "Under-replicated partitions") == f"{urp:,.0f}"
+    page.goto(f"{login_dashboard.url}/alerts")
+    page.get_by_role("button", name="Create silence").wait_for(timeout=RENDER_TIMEOUT_MS)
+    assert page.get_by_text("Read-only:").count() == 0
+    page.get_by_label("Matchers").fill("alertname=ConsumerLagHigh\ngroup_id=orders-app")
+    page.get_by_label("Comment").fill("deploy of orders-app")
+    page.get_by_role("button", name="Create silence").click()
+    deadline = time.monotonic() + 30
+    while not _silences(login_dashboard) and time.monotonic() < deadline:
+        time.sleep(0.25)
+    [silence] = _silences(login_dashboard)
+    assert silence["matchers"] == {"alertname": "ConsumerLagHigh", "group_id": "orders-app"}
+    assert (silence["created_by"], silence["comment"]) == (ALLOWED, "deploy of orders-app")
+    _metric(page, "Active silences")
+    page.screenshot(path=str(artifacts_dir / "dashboard-login-allowed-alerts.png"), full_page=True)
 
-            member = _log_in(browser, login_dashboard.url, GROUP_MEMBER)
-            member.goto(f"{login_dashboard.url}/sql")
-            member.get_by_role("textbox", name="SQL").fill("SELECT group_id FROM group_status")
-            member.get_by_role("button", name="Run").click()
-            rows = len(known_lake.rows["group_status"]) - 1  # one row was rewritten by a newer version
-            member.get_by_text(f"{rows} row(s)").wait_for(timeout=RENDER_TIMEOUT_MS)
-        finally:
-            browser.close()
+    member = _log_in(chromium, login_dashboard.url, GROUP_MEMBER)
+    member.goto(f"{login_dashboard.url}/sql")
+    member.get_by_role("textbox", name="SQL").fill("SELECT group_id FROM group_status")
+    member.get_by_role("button", name="Run").click()
+    rows = len(known_lake.rows["group_status"]) - 1  # one row was rewritten by a newer version
+    member.get_by_text(f"{rows} row(s)").wait_for(timeout=RENDER_TIMEOUT_MS)
 
 
 def test_a_user_not_allowed_can_neither_silence_nor_run_sql(
-    login_dashboard: LoginDashboard, known_lake: KnownLake, artifacts_dir: Path
+    login_dashboard: LoginDashboard, known_lake: KnownLake, artifacts_dir: Path, chromium: Any
 ) -> None:
-    from playwright.sync_api import sync_playwright
+    page = _log_in(chromium, login_dashboard.url, VIEWER)
+    sidebar = page.get_by_test_id("stSidebar")
+    # the sidebar draws its lines one by one after "Logged in as": wait for each, then count
+    for shown in (sidebar.get_by_text("Read-only"), sidebar.get_by_role("button", name="Log out")):
+        shown.wait_for(timeout=RENDER_TIMEOUT_MS)
+        assert shown.count() == 1
 
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = _log_in(browser, login_dashboard.url, VIEWER)
-            sidebar = page.get_by_test_id("stSidebar")
-            # the sidebar draws its lines one by one after "Logged in as": wait for each, then count
-            for shown in (sidebar.get_by_text("Read-only"), sidebar.get_by_role("button", name="Log out")):
-                shown.wait_for(timeout=RENDER_TIMEOUT_MS)
-                assert shown.count() == 1
+    page.goto(f"{login_dashboard.url}/alerts")
+    firing = sum(1 for r in known_lake.rows["alert_events"] if r["event"] == "firing")
+    assert _metric(page, "Firing events") == str(firing)  # the page itself is there to read
+    note = page.get_by_text("Read-only: creating or expiring silences is unavailable because")
+    note.wait_for(timeout=RENDER_TIMEOUT_MS)
+    assert VIEWER in note.inner_text() and "dashboard.allowed_users" in note.inner_text()
+    assert page.get_by_role("button", name="Create silence").is_disabled()
+    page.screenshot(path=str(artifacts_dir / "dashboard-login-read-only-alerts.png"), full_page=True)
 
-            page.goto(f"{login_dashboard.url}/alerts")
-            firing = sum(1 for r in known_lake.rows["alert_events"] if r["event"] == "firing")
-            assert _metric(page, "Firing events") == str(firing)  # the page itself is there to read
-            note = page.get_by_text("Read-only: creating or expiring silences is unavailable because")
-            note.wait_for(timeout=RENDER_TIMEOUT_MS)
-            assert VIEWER in note.inner_text() and "dashboard.allowed_users" in note.inner_text()
-            assert page.get_by_role("button", name="Create silence").is_disabled()
-            page.screenshot(path=str(artifacts_dir / "dashboard-login-read-only-alerts.png"), full_page=True)
-
-            page.goto(f"{login_dashboard.url}/sql")
-            page.get_by_text("Read-only: running SQL is unavailable because").wait_for(timeout=RENDER_TIMEOUT_MS)
-            run = page.get_by_role("button", name="Run")
-            assert run.is_disabled()
-            run.click(force=True)  # a click on the disabled button changes nothing
-            page.wait_for_timeout(1500)
-            assert page.get_by_text("row(s)").count() == 0
-            assert _silences(login_dashboard) == []
-        finally:
-            browser.close()
+    page.goto(f"{login_dashboard.url}/sql")
+    page.get_by_text("Read-only: running SQL is unavailable because").wait_for(timeout=RENDER_TIMEOUT_MS)
+    run = page.get_by_role("button", name="Run")
+    assert run.is_disabled()
+    run.click(force=True)  # a click on the disabled button changes nothing
+    page.wait_for_timeout(1500)
+    assert page.get_by_text("row(s)").count() == 0
+    assert _silences(login_dashboard) == []

@@ -10,7 +10,6 @@ canvas (``fillText``) and the test reads those beside the DOM's text.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +17,9 @@ import pytest
 
 from tests.dashboard.conftest import ROUGH_GROUPS, KnownLake, group_status
 from tests.dashboard.test_browser import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     RENDER_TIMEOUT_MS,
     _check_and_shoot,
     _metric,
-    serving_dashboard,
 )
 
 #: The browser width the issue was seen at.
@@ -57,24 +53,10 @@ PAGES = [
 
 
 @pytest.fixture
-def dashboard(known_lake: KnownLake, tmp_path: Path) -> Iterator[str]:
-    """`lagwatch dashboard` over the known lake (rough groups included); its URL."""
-    with serving_dashboard(known_lake, tmp_path / "dashboard.log") as url:
-        yield url
-
-
-@pytest.fixture
-def browser_page() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page(viewport={"width": WIDTH, "height": 900})
-            page.add_init_script(RECORD_DRAWN_TEXT)
-            yield page
-        finally:
-            browser.close()
+def browser_page(chromium: Any) -> Any:
+    page = chromium.new_page(viewport={"width": WIDTH, "height": 900})
+    page.add_init_script(RECORD_DRAWN_TEXT)
+    return page
 
 
 def _settled(page: Any, url: str) -> None:
@@ -104,7 +86,7 @@ def _drawn(page: Any) -> list[str]:
 
 @pytest.mark.slow
 def test_no_page_shows_a_raw_none_nan_or_nat(
-    known_lake: KnownLake, dashboard: str, browser_page: Any, artifacts_dir: Path
+    known_lake: KnownLake, dashboard_url: str, browser_page: Any, artifacts_dir: Path
 ) -> None:
     lag = known_lake.rows["lag_1m"]
     assert any(r["status"] == "STOP" and r["lag"] > 0 and r["time_lag_method"] != "interpolated" for r in lag)
@@ -113,7 +95,7 @@ def test_no_page_shows_a_raw_none_nan_or_nat(
     page.set_viewport_size({"width": 2400, "height": 1400})  # wide: every column of a table drawn
     seen: dict[str, list[str]] = {}
     for path in PAGES:
-        _settled(page, f"{dashboard}/{path}")
+        _settled(page, f"{dashboard_url}/{path}")
         if path == "sql":
             page.get_by_role("textbox", name="SQL").fill("SELECT * FROM group_status")  # NULLs in the result
             page.get_by_role("button", name="Run").click()
@@ -131,30 +113,30 @@ def test_no_page_shows_a_raw_none_nan_or_nat(
 
 @pytest.mark.slow
 def test_a_lower_bound_time_lag_reads_at_least_and_is_explained(
-    known_lake: KnownLake, dashboard: str, browser_page: Any
+    known_lake: KnownLake, dashboard_url: str, browser_page: Any
 ) -> None:
     stopped = ROUGH_GROUPS["reports"]
     minutes, seconds = divmod(int(stopped["time_lag_s"]), 60)
     bound = f"≥ {minutes}m {seconds:02d}s"
     page = browser_page
-    _settled(page, f"{dashboard}/groups?group=reports")
+    _settled(page, f"{dashboard_url}/groups?group=reports")
     assert _metric(page, "Time lag") == bound
     assert _metric(page, "Time to catch up") == "not catching up"
     assert bound in _drawn(page), "the groups table shows the bound"
     assert page.get_by_text("≥ marks a lower bound, the age of the commit").first.is_visible()
     assert "no owner" in _drawn(page), "the owners table names the missing owner"
 
-    _settled(page, dashboard)
+    _settled(page, dashboard_url)
     assert bound in _drawn(page)
 
 
 @pytest.mark.slow
 def test_worst_time_lag_puts_an_unknown_lagging_group_first_then_the_bound_by_its_value(
-    known_lake: KnownLake, dashboard: str, browser_page: Any
+    known_lake: KnownLake, dashboard_url: str, browser_page: Any
 ) -> None:
     status = group_status(known_lake)
     page = browser_page
-    _settled(page, dashboard)
+    _settled(page, dashboard_url)
     column = page.get_by_test_id("stColumn").filter(has_text="Worst time lag").last
     grid = column.get_by_test_id("stDataFrame")
     grid.scroll_into_view_if_needed()
@@ -170,12 +152,12 @@ def test_worst_time_lag_puts_an_unknown_lagging_group_first_then_the_bound_by_it
 
 
 @pytest.mark.slow
-def test_tile_labels_and_values_fit_at_1280_px(known_lake: KnownLake, dashboard: str, browser_page: Any) -> None:
+def test_tile_labels_and_values_fit_at_1280_px(known_lake: KnownLake, dashboard_url: str, browser_page: Any) -> None:
     page = browser_page
     cut: dict[str, list[str]] = {}
     read: set[str] = set()
     for path in ("", "groups?group=reports", "groups?group=orders-app", "topics", "brokers", "pipeline", "alerts"):
-        _settled(page, f"{dashboard}/{path}")
+        _settled(page, f"{dashboard_url}/{path}")
         page.get_by_test_id("stMetric").first.wait_for(timeout=RENDER_TIMEOUT_MS)
         clipped = page.evaluate(
             """() => Array.from(document.querySelectorAll(
