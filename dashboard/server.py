@@ -120,7 +120,7 @@ def run(config: Config, args: argparse.Namespace) -> int:
         stop["requested"] = True
 
     secrets_file = _write_login_secrets(config)  # before any child: a missing secret is exit 2, nothing started
-    with_alerts = config.dashboard.run_alerts and not getattr(args, "no_alerts", False)
+    with_alerts = config.dashboard.run_alerts and not args.no_alerts
     if not with_alerts and secrets_file is None:
         _become_streamlit(config)  # nothing left to supervise or clean up: no launcher process stays
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGTERM, signal.SIGINT)}
