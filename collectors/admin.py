@@ -111,12 +111,9 @@ class AdminCollector:
         self.cluster = cluster or config.cluster
         self._settings = cluster_client_config(config, self.cluster)
         self._topic_allowed = NameFilter(config.collect.topics_allow, config.collect.topics_deny)
-        allow, deny = self.cluster.groups_allow, self.cluster.groups_deny  # filled in when the config loads
-        self._group_allowed = NameFilter(
-            config.collect.groups_allow if allow is None else allow,
-            config.collect.groups_deny if deny is None else deny,
-        )
-        self._allow_patterns = config.collect.groups_allow if allow is None else allow
+        # The cluster's own lists, else [collect]'s: the config loader fills them in for every cluster.
+        allow = self.cluster.groups_allow
+        self._group_allowed = NameFilter(allow, self.cluster.groups_deny)
         self._admin: AdminClient | None = None
         self._busy = threading.Lock()
         self._commit_log = (
@@ -135,7 +132,7 @@ class AdminCollector:
         self._topic_ids = TopicIdNamer()
         self._hidden = HiddenGroups(self.name)
         #: Groups named exactly in groups_allow: known to exist even where ListGroups leaves them out.
-        self._named_groups = {g for g in literal_names(self._allow_patterns) if self._group_allowed(g)}
+        self._named_groups = {g for g in literal_names(allow) if self._group_allowed(g)}
         self._topic_configs = TopicConfigReader(config.collect.topic_config_refresh_s)
         self._said_retention_refused = False
 

@@ -200,12 +200,12 @@ class CommitLogReader:
     def committed(self) -> dict[str, list[TopicPartition]]:
         """Latest committed offset per group-partition (TopicPartitions shared: do not modify)."""
         with self._lock:
-            return {group: [tp for tp, _ in offsets.values()] for group, offsets in self._latest.items() if offsets}
+            return {group: [tp for tp, _ in offsets.values()] for group, offsets in self._latest.items()}
 
     def group_ids(self) -> set[str]:
-        """Every group with a latest commit in the table."""
+        """Every group with a latest commit in the table (an entry is dropped with its last commit)."""
         with self._lock:
-            return {group for group, offsets in self._latest.items() if offsets}
+            return set(self._latest)
 
     @property
     def held_groups(self) -> int:

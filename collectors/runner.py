@@ -248,9 +248,6 @@ def check_clusters(config: Config) -> list[str]:
     in the config, not an outage: fatal whatever the count.
     """
     timeout_s = config.collect.timeout_s + GRACE_S
-    if len(config.clusters) == 1:
-        check_reachable(cluster_client_config(config), timeout_s=timeout_s, cluster=config.cluster.name)
-        return []
     with ThreadPoolExecutor(max_workers=len(config.clusters), thread_name_prefix="reachable") as pool:
         answers = {
             cluster.name: pool.submit(
@@ -265,6 +262,8 @@ def check_clusters(config: Config) -> list[str]:
         except KafkaRefused:  # a mistake in the config, not an outage: no other cluster makes it right
             raise
         except KafkaUnreachable as exc:
+            if len(config.clusters) == 1:  # nothing else to collect
+                raise
             log.error("%s: collecting the other clusters; this one shows as down (up = 0) until it answers", exc)
             down.append(name)
     return down

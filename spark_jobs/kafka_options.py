@@ -143,10 +143,10 @@ def java_client_options(client: Mapping[str, str], extra: Mapping[str, str] | No
 
     `extra` (`[spark] kafka_options`) is added last and wins. Raises ConfigError for a security
     setting that cannot be translated (module docstring)."""
+    client = {key: str(value) for key, value in client.items()}
     options: dict[str, str] = {}
     dropped: list[str] = []
     for key, value in client.items():
-        value = str(value)
         if key in UNMAPPABLE:
             raise _unmappable(key, UNMAPPABLE[key])
         if key in SAME_NAME:
@@ -161,8 +161,8 @@ def java_client_options(client: Mapping[str, str], extra: Mapping[str, str] | No
             raise _unmappable(key, f"set its Java form in {JAVA_OPTIONS_KEY}")
         else:
             dropped.append(key)
-    mechanism = str(client.get("sasl.mechanism", client.get("sasl.mechanisms", DEFAULT_MECHANISM))).upper()
-    jaas = _jaas_config({k: str(v) for k, v in client.items()}, mechanism)
+    mechanism = client.get("sasl.mechanism", client.get("sasl.mechanisms", DEFAULT_MECHANISM)).upper()
+    jaas = _jaas_config(client, mechanism)
     if jaas is not None:
         options["sasl.jaas.config"] = jaas
     if dropped:

@@ -49,9 +49,9 @@ from __future__ import annotations
 
 import json
 import pickle
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import cache, partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -72,6 +72,7 @@ WINDOW_TABLES = {"10 seconds": "metrics_10s", "1 minute": "metrics_1m"}
 ROLLUP_TABLES: tuple[str, ...] = ("metrics_10s", "metrics_1m", "lag_1m", "group_status", "dead_letters")
 OUTPUT_DDL = "table string, arrow binary"
 STATE_DDL = "blob binary"
+T = TypeVar("T")
 #: What windows.update_windows reads of a sample (selected before its sort: fewer columns to move).
 METRIC_INPUTS: tuple[str, ...] = ("sid", "ts", "value", "series_key")
 
@@ -155,45 +156,80 @@ def _rollup_bucket(
     dead = batch["dead_letter"].to_numpy()[roles == route.DEAD]
     if len(dead):
         parts.append(("dead_letters", _dead_letter_rows(dead)))
-    lag_samples = batch[(roles == route.LAG) | (roles == route.MEMBER)]
-    broker_samples = batch.loc[roles == route.BROKER, list(METRIC_INPUTS)]
-    events = None
-    if lag_config is not None and not broker_samples.empty:
-        events = _broker_events(saved)
-        broker_events.fold(events, broker_samples, keep_ms=2 * lag_config.window_ms)
-        saved["broker_events"] = broker_events.encode(events)
-    topic_samples = batch.loc[roles == route.TOPIC, list(METRIC_INPUTS)]
-    settings = None
-    if lag_config is not None and not topic_samples.empty:
-        settings = _topic_settings(saved)
-        retention.fold(settings, topic_samples)
-        saved["topic_settings"] = retention.encode(settings)
-    outages, unreachable_now = _fold_reachability(saved, batch, roles) if lag_config is not None else ({}, set())
-    if lag_config is not None and (not lag_samples.empty or outages):
-        groups = step.decode_groups(saved["lag"]) if "lag" in saved else {}
-        members = membership.decode(saved["membership"]) if "membership" in saved else {}
-        if events is None and "broker_events" in saved:
-            events = _broker_events(saved)
-        if settings is None and "topic_settings" in saved:
-            settings = _topic_settings(saved)
-        partition_rows, group_rows = step.update_lag(
-            lag_samples,
-            groups,
-            members,
-            lag_config,
-            watermark_ms,
-            events,
-            settings=settings,
-            cluster_lag=cluster_lag,
-            outages=outages,
-            unreachable_clusters=unreachable_now,
-        )
-        saved["lag"], saved["membership"] = step.encode_groups(groups), membership.encode(members)
-        parts += [("lag_1m", partition_rows), ("group_status", group_rows)]
+    if lag_config is not None:
+        parts += _lag_parts(saved, batch, roles, lag_config, watermark_ms, cluster_lag)
     state.update((pickle.dumps(saved, protocol=pickle.HIGHEST_PROTOCOL),))
     parts = [(table, columns) for table, columns in parts if columns]
     if parts:
         yield encode_parts(parts)
+
+
+def _lag_parts(
+    saved: dict[str, bytes],
+    batch: pd.DataFrame,
+    roles: np.ndarray,
+    lag_config: LagConfig,
+    watermark_ms: int,
+    cluster_lag: Mapping[str, Mapping[str, float]] | None,
+) -> list[tuple[str, windows.Columns]]:
+    """The batch's copies folded into the bucket's shared state (broker events, topic settings,
+    reachability), then its lag and membership samples into the groups: lag_1m and group_status."""
+    events = _fold_copies(
+        saved,
+        "broker_events",
+        broker_events,
+        broker_events.BrokerEvents,
+        batch.loc[roles == route.BROKER, list(METRIC_INPUTS)],
+        partial(broker_events.fold, keep_ms=2 * lag_config.window_ms),
+    )
+    settings = _fold_copies(
+        saved,
+        "topic_settings",
+        retention,
+        retention.TopicSettings,
+        batch.loc[roles == route.TOPIC, list(METRIC_INPUTS)],
+        retention.fold,
+    )
+    outages, unreachable_now = _fold_reachability(saved, batch, roles)
+    lag_samples = batch[(roles == route.LAG) | (roles == route.MEMBER)]
+    if lag_samples.empty and not outages:
+        return []
+    groups = step.decode_groups(saved["lag"]) if "lag" in saved else {}
+    members = membership.decode(saved["membership"]) if "membership" in saved else {}
+    partition_rows, group_rows = step.update_lag(
+        lag_samples,
+        groups,
+        members,
+        lag_config,
+        watermark_ms,
+        events,
+        settings=settings,
+        cluster_lag=cluster_lag,
+        outages=outages,
+        unreachable_clusters=unreachable_now,
+    )
+    saved["lag"], saved["membership"] = step.encode_groups(groups), membership.encode(members)
+    return [("lag_1m", partition_rows), ("group_status", group_rows)]
+
+
+def _fold_copies(
+    saved: dict[str, bytes],
+    key: str,
+    codec: Any,
+    empty: Callable[[], T],
+    samples: pd.DataFrame,
+    fold: Callable[[T, pd.DataFrame], None],
+) -> T | None:
+    """The bucket's state ``key`` (kept alike in every bucket from copies sent to all: broker
+    events, topic settings) with the batch's copies folded in and saved; None when there is none.
+    ``codec``: the state's module, with its ``encode`` and ``decode``."""
+    if samples.empty and key not in saved:
+        return None
+    kept: T = codec.decode(saved[key]) if key in saved else empty()
+    if not samples.empty:
+        fold(kept, samples)
+        saved[key] = codec.encode(kept)
+    return kept
 
 
 def _fold_reachability(
@@ -207,10 +243,6 @@ def _fold_reachability(
         saved["reachability"] = reachability.encode(state)
     down = reachability.outages(state)
     return {name: outage for name, outage in down.items() if name in touched}, set(down)
-
-
-def _broker_events(saved: dict[str, bytes]) -> broker_events.BrokerEvents:
-    return broker_events.decode(saved["broker_events"]) if "broker_events" in saved else broker_events.BrokerEvents()
 
 
 def encode_parts(parts: list[tuple[str, windows.Columns]]) -> pd.DataFrame:
@@ -267,7 +299,3 @@ def decode_table(batch: pa.Table, table: str) -> pa.Table:
     blobs = pc.filter(batch["arrow"], pc.equal(batch["table"], table)).to_pylist()
     tables = [pa.ipc.open_stream(blob).read_all() for blob in blobs]
     return pa.concat_tables(tables) if tables else schema.empty_table()
-
-
-def _topic_settings(saved: dict[str, bytes]) -> retention.TopicSettings:
-    return retention.decode(saved["topic_settings"]) if "topic_settings" in saved else retention.TopicSettings()

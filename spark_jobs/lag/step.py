@@ -97,10 +97,10 @@ def update_lag(
     ``unreachable_clusters``: every cluster unreachable now, whose groups stay in the state however
     long they go unobserved (their ERR rows need them); ``settings``: the bucket's topic retention
     settings, for each partition's retention margin."""
-    thresholds_for = _ThresholdsOf(lag_config, cluster_lag or {})
+    thresholds_for = _thresholds_of(lag_config, cluster_lag or {})
     rows = _Rows(memberships, membership.BatchReadings(), events, lag_config.window_ms, settings)
     if not samples.empty:
-        rows = _fold_samples(samples, groups, rows, thresholds_for)
+        rows = _fold_samples(samples, groups, rows, lag_config, thresholds_for)
     group_rows = [
         _group_row(key, groups[key], period, lag_config, rows, thresholds_for(key))
         for key, period in rows.newest_period.items()
@@ -123,11 +123,14 @@ def update_lag(
 
 
 def _fold_samples(
-    samples: pd.DataFrame, groups: dict[tuple[str, str], GroupTracks], rows: _Rows, thresholds_for: _ThresholdsOf
+    samples: pd.DataFrame,
+    groups: dict[tuple[str, str], GroupTracks],
+    rows: _Rows,
+    lag_config: LagConfig,
+    thresholds_for: ThresholdsOf,
 ) -> _Rows:
     """The batch's lag and membership samples into the state (``rows.memberships``); the rows
     (and reports) they make."""
-    lag_config = thresholds_for.lag_config
     metric = series_labels(samples["series_key"].to_numpy(), ("metric",))["metric"]
     is_start = metric == GROUP_LOG_START_METRIC  # per partition state, not a membership reading
     is_offset = np.isin(metric, LAG_METRICS) & ~is_start
@@ -169,7 +172,7 @@ def _last_judgement(
     groups: dict[tuple[str, str], GroupTracks],
     lag_config: LagConfig,
     rows: _Rows,
-    thresholds_for: _ThresholdsOf,
+    thresholds_for: ThresholdsOf,
     group_key: tuple[str, str],
 ) -> Row:
     """The group's ordinary group_status row as of its newest observation (what was last known)."""
@@ -193,21 +196,19 @@ def _replaced(table: str, rows: list[Row], newer: list[Row]) -> list[Row]:
     return [row for row in rows if key(row) not in replaced] + newer
 
 
-class _ThresholdsOf:
-    """(cluster, group) → its Thresholds, built once per batch: defaults ← cluster ← group."""
+#: (cluster, group) → its Thresholds.
+ThresholdsOf = Callable[[tuple[str, str]], Thresholds]
 
-    def __init__(self, lag_config: LagConfig, cluster_lag: Mapping[str, Mapping[str, float]]) -> None:
-        self.lag_config = lag_config
-        self.cluster_lag = cluster_lag
-        self.built: dict[tuple[str, str], Thresholds] = {}
 
-    def __call__(self, group_key: tuple[str, str]) -> Thresholds:
-        found = self.built.get(group_key)
-        if found is None:
-            cluster, group = group_key
-            found = Thresholds.for_group(self.lag_config, group, self.cluster_lag.get(cluster))
-            self.built[group_key] = found
-        return found
+def _thresholds_of(lag_config: LagConfig, cluster_lag: Mapping[str, Mapping[str, float]]) -> ThresholdsOf:
+    """Each group's Thresholds, built once per batch: defaults ← cluster ← group."""
+
+    @cache
+    def thresholds_for(group_key: tuple[str, str]) -> Thresholds:
+        cluster, group = group_key
+        return Thresholds.for_group(lag_config, group, cluster_lag.get(cluster))
+
+    return thresholds_for
 
 
 class _Rows:
@@ -225,11 +226,11 @@ class _Rows:
         self.readings = readings
         self.partition_rows: list[Row] = []
         self.broker_clause: Callable[[str, int], str | None] = (
-            cache(partial(_broker_clause, events, window_ms)) if events is not None else _no_clause
+            cache(partial(_broker_clause, events, window_ms)) if events is not None else _nothing
         )
         #: (cluster, topic) → its retention settings (None: not read), looked up once per batch.
         self.limits_of: Callable[[str, str], retention.TopicLimits | None] = (
-            cache(settings.limits) if settings is not None else _no_limits
+            cache(settings.limits) if settings is not None else _nothing
         )
         self.newest_period: dict[tuple[str, str], int] = {}
         self.reports: dict[tuple[str, str, str, int], PartitionReport] = {}
@@ -254,9 +255,7 @@ class _Rows:
         self.newest_period[group_key] = max(self.newest_period.get(group_key, period), period)
         self.reports[(*group_key, *where)] = report
 
-    def add_late_readings(
-        self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: Callable[[tuple[str, str]], Thresholds]
-    ) -> None:
+    def add_late_readings(self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: ThresholdsOf) -> None:
         """Rows again where this batch brought the readings of a cycle whose observation an
         earlier batch already wrote: the partition's owner, or the group's state and members."""
         for group_key, wheres in self.readings.touched_partitions.items():
@@ -273,9 +272,7 @@ class _Rows:
                 if newest in stamps:
                     self.newest_period[group_key] = newest - newest % PERIOD_MS
 
-    def judge_at_log_readings(
-        self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: Callable[[tuple[str, str]], Thresholds]
-    ) -> None:
+    def judge_at_log_readings(self, groups: dict[tuple[str, str], GroupTracks], thresholds_for: ThresholdsOf) -> None:
         """A group whose commit-log reading (a member left, the group went Empty) is newer than its
         newest observation is judged again as of that reading, and its group_status row written
         with it: the change shows now, not at the next collector cycle. Its lag_1m rows stay
@@ -298,11 +295,8 @@ def _broker_clause(events: broker_events.BrokerEvents, window_ms: int, cluster: 
     return broker_events.window_clause(events, cluster, end_ms, window_ms)
 
 
-def _no_clause(_cluster: str, _end_ms: int) -> None:
-    return None
-
-
-def _no_limits(_cluster: str, _topic: str) -> None:
+def _nothing(_cluster: str, _key: object) -> None:
+    """A per-batch lookup (broker clause, topic limits) for a bucket that has no such state."""
     return None
 
 
