@@ -96,6 +96,13 @@ class SnapshotCache:
         log.debug("lake read in %.3f s, %d series", snapshot.read_seconds, metrics.exported)
         return current
 
+    def close(self, timeout_s: float = READ_WAIT_S) -> None:
+        """Wait for a read in flight. Its daemon thread, still inside DuckDB when the interpreter
+        exits, would be unwound through C++ frames that abort the process at the very end of a
+        clean stop ("FATAL: exception not rethrown")."""
+        if self._refreshing.acquire(timeout=timeout_s):
+            self._refreshing.release()
+
     def _refresh_in_background(self) -> None:
         if not self._refreshing.acquire(blocking=False):
             return

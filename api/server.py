@@ -168,5 +168,8 @@ def run(config: Config, args: argparse.Namespace) -> int:
     server = uvicorn.Server(
         uvicorn.Config(app, host=config.api.host, port=config.api.port, log_level="warning", access_log=False)
     )
-    server.run()
+    try:
+        server.run()
+    finally:
+        cache.close()
     return 0

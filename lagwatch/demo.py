@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from lagwatch.broker import TANSU_PRODUCER_SETTINGS
 from lagwatch.config import Config
@@ -31,6 +31,11 @@ from lagwatch.kafka import check_reachable, cluster_client_config, cluster_for, 
 from lagwatch.stop_signals import stop_on_signals
 
 log = logging.getLogger(__name__)
+
+#: Commit errors a real consumer retries: the group's coordinator is moving, starting or loading.
+COORDINATOR_NOT_READY = frozenset(
+    {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
+)
 
 SIMULATED_BROKER = "sim-1"
 
@@ -157,9 +162,18 @@ class DemoWorkload:
             self._commit(group.group_id, offsets)
 
     def _commit(self, group_id: str, offsets: list[TopicPartition]) -> None:
+        """Commit now; a coordinator that is moving or still loading (a fresh broker's
+        __consumer_offsets, a restart) only delays the commit to the next tick, as it would a
+        real consumer's, instead of ending the demo and the stack with it."""
         if group_id not in self._committers:
             self._committers[group_id] = Consumer({**self.settings, "group.id": group_id, "enable.auto.commit": False})
-        self._committers[group_id].commit(offsets=offsets, asynchronous=False)
+        try:
+            self._committers[group_id].commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
+            if code not in COORDINATOR_NOT_READY:
+                raise
+            log.warning("demo: commit for group %s deferred to the next tick: %s", group_id, exc.args[0].str())
 
     def close(self) -> None:
         self._producer.flush(10)

@@ -32,16 +32,15 @@ APP_NAME = "lagwatch-stream"
 SHIPPED_PACKAGES = ("lagwatch", "spark_jobs")
 #: JVM options of the driver and executors (one JVM in local mode): the quick (C1) compiler only.
 JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
-#: The driver JVM sized to the job (a monitor runs for months beside what it watches). The heap
-#: keeps Spark's 1g ceiling, which a backlog's 1,000,000-row batches use, but starts at 64 MB and
-#: under the serial collector grows only as the live set needs and gives memory back after a full
-#: GC: G1 let the committed heap drift to ≈ 340 MB for a live set of ≈ 75 MB (the demo). The
-#: serial collector also has no GC threads nor G1's remembered sets; half the default thread
-#: stack (Spark runs ≈ 170 threads); ceilings on the code cache (≈ 25 MB used with C1 only) and
-#: on metaspace (≈ 120 MB used: Spark's classes and generated code), so a leak fails loudly
-#: instead of growing without bound (docs/performance.md, "Footprint").
+#: The driver JVM sized to the job, since a monitor runs for months beside what it watches: the
+#: heap keeps Spark's 1g ceiling (a backlog's large batches use it) but starts small, and the
+#: serial collector grows it only as the live set needs and gives memory back after a full GC
+#: (G1 let it drift far above the live set), with no GC threads of its own. The thread stack keeps
+#: its default: Spark formats error messages with regexes that recurse per character, and a
+#: long one overflowed a halved stack and killed the query thread. The code cache and metaspace
+#: get ceilings so a leak fails loudly (docs/performance.md, "Footprint").
 DRIVER_JAVA_OPTIONS = (
-    f"{JAVA_OPTIONS} -XX:+UseSerialGC -Xms64m -Xss512k -XX:ReservedCodeCacheSize=64m -XX:MaxMetaspaceSize=256m"
+    f"{JAVA_OPTIONS} -XX:+UseSerialGC -Xms64m -XX:ReservedCodeCacheSize=64m -XX:MaxMetaspaceSize=256m"
 )
 
 

@@ -29,6 +29,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from lagwatch.broker import free_port
 from lagwatch.lake import connect_readonly
+from tests.fixtures.local_stack import stack_logs
 from tests.fixtures.real_kafka import RealKafkaBroker
 from tests.fixtures.webhook_receiver import WebhookReceiver
 
@@ -154,22 +155,18 @@ def _committed_total(bootstrap: str, group: str, topic: str) -> int:
         consumer.close()
 
 
-def _wait_for_line(process: subprocess.Popen[str], pattern: str, timeout_s: float, seen: list[str]) -> re.Match[str]:
+def _wait_for_line(process: subprocess.Popen[bytes], log: Path, pattern: str, timeout_s: float) -> re.Match[str]:
+    """The first line of `up`'s output (a file, so a stack that logs much never blocks on a full
+    pipe) matching `pattern`; fails with the stack's logs when it exits or the time is up."""
     deadline = time.monotonic() + timeout_s
-    assert process.stdout is not None
-    os.set_blocking(process.stdout.fileno(), False)
     while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if line:
-            seen.append(line)
-            match = re.search(pattern, line)
-            if match:
-                return match
-        elif process.poll() is not None:
+        match = re.search(pattern, log.read_text(errors="replace"), re.MULTILINE)
+        if match:
+            return match
+        if process.poll() is not None:
             break
-        else:
-            time.sleep(0.2)
-    raise AssertionError(f"no line matching {pattern!r}; output so far:\n{''.join(seen)}")
+        time.sleep(0.2)
+    raise AssertionError(f"no line matching {pattern!r}:\n{stack_logs(log.parent, log)}")
 
 
 def _real_jmx_rate(tmp_path: Path) -> float:
@@ -183,6 +180,11 @@ def _real_jmx_rate(tmp_path: Path) -> float:
     finally:
         con.close()
     return float(rate or 0)
+
+
+def _variant(broker: RealKafkaBroker | None) -> str:
+    """Which broker this run of the stack test uses, for its artifacts."""
+    return "kafka" if broker else "tansu"
 
 
 @pytest.fixture(params=["tansu", "kafka"])
@@ -201,23 +203,24 @@ def test_make_run_stack_judges_groups_alerts_and_shows_it(
 ) -> None:
     config, dashboard_port = _config(tmp_path, webhook_receiver, stack_broker)
     started = time.monotonic()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "lagwatch.cli", "--config", str(config), "up"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    output: list[str] = []
+    log = tmp_path / "up.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "lagwatch.cli", "--config", str(config), "up"],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
     try:
-        bootstrap = _wait_for_line(process, r"^broker (\S+:\d+) ready", 60, output).group(1)
-        _wait_for_line(process, r"Lagwatch is up", UP_TIMEOUT_S, output)
+        bootstrap = _wait_for_line(process, log, r"^broker (\S+:\d+) ready", 60).group(1)
+        _wait_for_line(process, log, r"Lagwatch is up", UP_TIMEOUT_S)
         up_s = time.monotonic() - started
 
         deadline = time.monotonic() + STATUS_TIMEOUT_S
         status: dict[str, tuple[str, str, int, float | None]] = {}
         history: list[float] = []
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and process.poll() is None:
             status = _latest_status(tmp_path)
             judged = status.get(SLOW, ("",))[0] == "WARN" and status.get(STOPPED, ("",))[0] == "STOP"
             # Time lag is `unknown` in a partition's first minute (too little end-offset history),
@@ -227,7 +230,9 @@ def test_make_run_stack_judges_groups_alerts_and_shows_it(
                 break
             time.sleep(3)
         judged_s = time.monotonic() - started
-        assert status.get(SLOW, ("",))[0] == "WARN", status
+        if status.get(SLOW, ("",))[0] != "WARN":
+            (artifacts_dir / f"e2e-{_variant(stack_broker)}-logs.txt").write_text(stack_logs(tmp_path, log, 20_000))
+        assert status.get(SLOW, ("",))[0] == "WARN", f"{status}\n{stack_logs(tmp_path, log)}"
         assert status[SLOW][1].startswith("WARN"), status[SLOW]
         assert status.get(STOPPED, ("",))[0] == "STOP", status
         # Assigned partitions and no commit log (tansu) or an always-empty group (real Kafka): by time.
@@ -263,7 +268,7 @@ def test_make_run_stack_judges_groups_alerts_and_shows_it(
         finally:
             if process.poll() is None:
                 process.kill()
-    assert process.returncode == 0, "".join(output)
+    assert process.returncode == 0, stack_logs(tmp_path, log)
     state = tmp_path / "state" / "stack.json"
     assert not state.exists()
     leftovers = subprocess.run(["pgrep", "-f", str(config)], capture_output=True, text=True).stdout.split()
