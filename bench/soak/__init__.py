@@ -31,6 +31,7 @@ from bench.soak.report import write_report
 from bench.soak.sampler import (
     Minute,
     directory_mb,
+    false_alarms,
     freshness_p95,
     lake_figures,
     metrics_render_ms,
@@ -41,6 +42,7 @@ from bench.soak.sampler import (
 from bench.soak.stack import COLLECT_INTERVAL_S, SoakStack
 from lagwatch.broker import die_with_parent
 from lagwatch.config import Config, load_config
+from lagwatch.demo import GROUPS as DEMO_GROUPS
 from tests.fixtures.real_kafka import RealKafkaBroker
 
 MINUTES_ENV = "LAGWATCH_SOAK_MINUTES"
@@ -51,6 +53,8 @@ RECORD = ROOT / "bench" / ".data" / "soak-record.json"
 #: The run's folder (config, lake, checkpoints, every log), kept after the run for a look at
 #: what happened; the next run starts it afresh. Git-ignored with the rest of bench/.data.
 WORK = ROOT / "bench" / ".data" / "soak"
+#: The demo's groups whose alerts are meant (slow, stopped, stalled, rewinding).
+UNHEALTHY_GROUPS = frozenset(g.group_id for g in DEMO_GROUPS if g.behaviour != "healthy")
 
 
 def progress(message: str) -> None:
@@ -101,6 +105,7 @@ class Soak:
         minute.metrics_ms, minute.metrics_bytes = metrics_render_ms(str(state["api_url"]))
         minute.page_ms = self.pages.times()
         minute.load_average = os.getloadavg()[0]
+        minute.false_alarms = false_alarms(self.lake, UNHEALTHY_GROUPS)
         return minute
 
 
@@ -110,7 +115,8 @@ def _line(minute: Minute) -> str:
     pages = ", ".join(f"{p} {'-' if v is None else f'{v:.0f}'}" for p, v in minute.page_ms.items())
     return (
         f"t={minute.t_min:.1f} min  RSS MB: {rss}; freshness p95 {fresh} ({minute.freshness_batches} batches); "
-        f"/metrics {minute.metrics_ms or float('nan'):.0f} ms; pages ms: {pages}; load {minute.load_average:.1f}"
+        f"/metrics {minute.metrics_ms or float('nan'):.0f} ms; pages ms: {pages}; load {minute.load_average:.1f}; "
+        f"false alarms {sum(minute.false_alarms.values())}"
     )
 
 

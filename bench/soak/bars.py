@@ -17,6 +17,7 @@
   A run too short (or a host too slow) to get there states the size and judges nothing.
 - Freshness: every minute's p95 ≤ 5 s (the lake contract's sample → queryable bar); a minute
   with no batch at all counts as failing.
+- Alerts: no default alert fires that the workload gives no cause for (sampler.false_alarms): 0.
 """
 
 from __future__ import annotations
@@ -166,6 +167,19 @@ def freshness_result(minutes: Sequence[Minute]) -> Result:
     )
 
 
+def false_alarm_result(minutes: Sequence[Minute]) -> Result:
+    alarms = minutes[-1].false_alarms
+    named = ", ".join(f"{name} {count}" for name, count in sorted(alarms.items())) or "none"
+    return Result(
+        "soak: alerts the workload gives no cause for",
+        sum(alarms.values()),
+        "alerts",
+        0,
+        "max",
+        f"default rules, healthy demo groups, 500 soak groups and the broker over {minutes[-1].t_min:.0f} min: {named}",
+    )
+
+
 def _stated_ms(name: str, values: Sequence[float | None], what: str) -> Result:
     known = [v for v in values if v is not None]
     missing = len(values) - len(known)
@@ -190,6 +204,7 @@ def results(minutes: Sequence[Minute], config: Config) -> list[Result]:
         *lake_results(minutes, compaction_bound(config), config),
         checkpoint_result(minutes, retained_batches(config)),
         freshness_result(minutes),
+        false_alarm_result(minutes),
         *serving_results(minutes),
         *cpu_results(minutes),
         Result(

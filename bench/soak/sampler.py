@@ -12,6 +12,9 @@
 - Freshness: the job's own pipeline_progress `freshness_s` (report time − newest event time
   written) of every batch with input in the minute: the figure bench_spark judges too.
 - `/metrics`: wall time of GETs on the API (the render reads the lake each time).
+- False alarms: firing alerts so far (alert_events) that the workload gives no cause for: any
+  alert on a group the demo keeps healthy or on the soak's groups, and any alert with no group
+  (broker and cluster rules: nothing in the soak is down or under-replicated).
 """
 
 from __future__ import annotations
@@ -67,6 +70,8 @@ class Minute:
     metrics_bytes: int = 0
     page_ms: dict[str, float | None] = field(default_factory=dict)
     load_average: float = 0.0
+    #: Firing alerts since the start, per alertname, that no part of the workload asked for.
+    false_alarms: dict[str, int] = field(default_factory=dict)
 
 
 def minute_from_dict(data: dict[str, Any]) -> Minute:
@@ -162,6 +167,26 @@ def freshness_p95(lake: Path, since: float) -> tuple[float | None, int]:
     if not values:
         return None, 0
     return values[min(len(values) - 1, round(0.95 * (len(values) - 1)))], len(values)
+
+
+def false_alarms(lake: Path, unhealthy_groups: frozenset[str]) -> dict[str, int]:
+    """Firing alerts so far per alertname on anything but `unhealthy_groups` (the demo's slow,
+    stopped, stalled and rewinding groups, whose alerts are the point of the demo)."""
+    import duckdb
+
+    if not any((lake / "alert_events").glob("date=2*/*.parquet")):
+        return {}
+    con = duckdb.connect()
+    try:
+        rows = con.execute(
+            "SELECT alertname, count(DISTINCT incident_key) FROM read_parquet(?, union_by_name = true) "
+            "WHERE event = 'firing' AND coalesce(json_extract_string(labels, '$.group_id'), '') "
+            "NOT IN (SELECT unnest(?)) GROUP BY alertname",
+            [(lake / "alert_events").as_posix() + "/date=2*/*.parquet", sorted(unhealthy_groups)],
+        ).fetchall()
+    finally:
+        con.close()
+    return {name: int(count) for name, count in rows}
 
 
 def newest_batch_id(lake: Path) -> int | None:
