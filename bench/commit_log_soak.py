@@ -47,11 +47,17 @@ class Member:
             self.consumer = Consumer(settings)
         self.consumer.subscribe([topic])
         self.stop = threading.Event()
+        #: Cleared, the member stops polling: a revocation waits, as in an application busy with a batch.
+        self.polling = threading.Event()
+        self.polling.set()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self) -> None:
         while not self.stop.is_set():
+            if not self.polling.is_set():
+                self.polling.wait(0.2)
+                continue
             if self.kind == "share":
                 for message in self.consumer.poll(0.2) or []:
                     if message.error() is None:
