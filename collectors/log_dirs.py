@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors import log_dir_requests as requests
-from collectors.kafka_protocol import BrokerConnection, ProtocolError
+from collectors.kafka_protocol import BrokerConnection, ProtocolError, unsupported_security
 from collectors.share_group_requests import (
     API_VERSIONS,
     API_VERSIONS_VERSION,
@@ -37,7 +37,6 @@ from collectors.share_group_requests import (
 log = logging.getLogger(__name__)
 
 CLIENT_ID = "lagwatch-log-dirs"
-SUPPORTED_SECURITY = ("plaintext",)
 #: The top-level error of a principal without Describe on the Cluster resource.
 CLUSTER_AUTHORIZATION_FAILED = 31
 Partition = tuple[str, int]
@@ -51,14 +50,6 @@ class PartitionSizes:
     errors: list[str] = field(default_factory=list)
     #: Why a broker could not be read at all, in words the operator can act on (said once).
     unreadable: str | None = None
-
-
-def unsupported_security(client_settings: Mapping[str, Any]) -> str | None:
-    """Why the reader cannot connect to this cluster (None: it can)."""
-    protocol = str(client_settings.get("security.protocol", "plaintext")).lower()
-    if protocol in SUPPORTED_SECURITY:
-        return None
-    return f"security.protocol {protocol} (the log-dir reader speaks {', '.join(SUPPORTED_SECURITY)} only)"
 
 
 def leaders_of(metadata: Any, topics: Collection[str]) -> dict[int, list[Partition]]:
@@ -141,7 +132,7 @@ class LogDirReader:
 
     def __init__(self, name: str, client_settings: Mapping[str, Any]) -> None:
         self._name = name
-        self._unsupported = unsupported_security(client_settings)
+        self._unsupported = unsupported_security(client_settings, "the log-dir reader")
         self._said: str | None = None
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-dirs")
 
