@@ -2,7 +2,8 @@
 
 Per cycle, within `collect.timeout_s`: cluster metadata; log-end and log-start offsets of
 every allowed partition (batched ListOffsets latest and earliest); the retention settings of
-topics new to the collector or due for a refresh (:mod:`collectors.topic_configs`); the group list; committed
+topics new to the collector or due for a refresh (:mod:`collectors.topic_configs`); the size
+of each partition of a size-limited topic (:mod:`collectors.log_dirs`); the group list; committed
 offsets of every allowed group; consumer lag from the end and
 committed offsets of this very cycle; and, if `collect.describe_groups`, each group's state,
 member count and the member that owns each partition. The rules that turn readings into
@@ -50,8 +51,8 @@ from collectors.admin_samples import (
     NameFilter,
     cluster_samples,
     described_state_code,
-    group_log_start_samples,
     group_offset_samples,
+    group_partition_samples,
     group_state_samples,
     group_type_code,
     known_state_code,
@@ -70,6 +71,7 @@ from collectors.commit_log import (
 )
 from collectors.commit_log_topics import TopicIdNamer
 from collectors.group_visibility import HiddenGroups, literal_names, refused
+from collectors.log_dirs import LogDirReader
 from collectors.share_group_samples import share_group_samples
 from collectors.share_groups import ShareGroupReader
 from collectors.topic_configs import TopicConfigReader, retention_samples
@@ -77,6 +79,7 @@ from lagwatch.config import ClusterConfig, Config
 from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.kafka import cluster_client_config
 from lagwatch.samples import Sample
+from lagwatch.vocabulary import GROUP_LOG_START_METRIC, GROUP_SIZE_METRIC
 
 log = logging.getLogger(__name__)
 
@@ -129,6 +132,7 @@ class AdminCollector:
         )
         self._fallback_said: str | None = None
         self._share_groups = ShareGroupReader(self.name, self._settings, self._group_allowed)
+        self._log_dirs = LogDirReader(self.name, self._settings)
         self._topic_ids = TopicIdNamer()
         self._hidden = HiddenGroups(self.name)
         #: Groups named exactly in groups_allow: known to exist even where ListGroups leaves them out.
@@ -164,6 +168,7 @@ class AdminCollector:
         if self._commit_log is not None:
             self._commit_log.close()
         self._share_groups.close()
+        self._log_dirs.close()
         self._admin = None  # librdkafka closes the client's connections when it is collected
 
     def _client(self) -> AdminClient:
@@ -210,7 +215,9 @@ class AdminCollector:
         ends, starts = self._log_offsets(cycle, partitions)
         samples.extend(partition_offset_samples("log_end_offset", "counter", ends, ts, make))
         samples.extend(partition_offset_samples("log_start_offset", "gauge", starts, ts, make))
-        samples.extend(self._topic_retention(cycle, [t for t in metadata.topics if self._topic_allowed(t)]))
+        allowed_topics = [t for t in metadata.topics if self._topic_allowed(t)]
+        samples.extend(self._topic_retention(cycle, allowed_topics))
+        sizes_read = self._log_dirs.begin(metadata, self._topic_configs.size_limited(allowed_topics), deadline)
         reader = self._usable_commit_log(metadata, cycle)
         listings = self._group_listings(cycle, listed)
         if reader is not None:
@@ -223,7 +230,11 @@ class AdminCollector:
         else:
             offsets = self._group_offsets(cycle, sorted(listings), ends)
         samples.extend(offsets)
-        samples.extend(group_log_start_samples(offsets, starts, ts, make))
+        samples.extend(group_partition_samples(GROUP_LOG_START_METRIC, offsets, starts, ts, make))
+        sizes = sizes_read()
+        samples.extend(group_partition_samples(GROUP_SIZE_METRIC, offsets, sizes.sizes, ts, make))
+        for line in sizes.errors:
+            cycle.errors.add(line)
         if self._commit_log is not None:
             samples.append(in_use_sample(ts, make, reader is not None))
         samples.extend(self._group_states(cycle, listings))

@@ -19,6 +19,8 @@ their own:
 - `group_log_start_offset`: the log start of each partition a group has a committed offset on,
   in that cycle, labelled with the group, so the lag judgement (kept per group) can tell a
   committed offset retention has already passed (records deleted unread) and how close it is.
+  `group_partition_size_bytes` likewise carries the partition's size on disk (topics with a
+  size limit only, :mod:`collectors.log_dirs`) to the retention margin's size limit.
 - `consumer_group_state` codes: see :data:`GROUP_STATE_CODES`. confluent-kafka names only the
   classic states and gives UNKNOWN for a consumer (KIP-848) group that is Assigning or
   Reconciling; the description still carries the group's type and each member's assignment
@@ -53,7 +55,7 @@ from lagwatch.membership import (
     PARTITION_PENDING_METRIC,
 )
 from lagwatch.samples import Sample, label_text
-from lagwatch.vocabulary import GROUP_LOG_START_METRIC, Source
+from lagwatch.vocabulary import Source
 
 SOURCE = Source.ADMIN
 MAX_CACHED_NAMES = 200_000
@@ -223,20 +225,20 @@ def group_offset_samples(
     return samples
 
 
-def group_log_start_samples(
-    offsets: list[Sample], starts: dict[tuple[str, int], int], ts: int, make: SampleFactory
+def group_partition_samples(
+    metric: str, offsets: list[Sample], readings: dict[tuple[str, int], int], ts: int, make: SampleFactory
 ) -> list[Sample]:
-    """One `group_log_start_offset` per cycle committed_offset sample whose partition's start was read.
+    """One `metric` gauge per cycle committed_offset sample whose partition has a reading:
+    `group_log_start_offset` (log starts), `group_partition_size_bytes` (sizes).
 
     Built like the committed offsets (:class:`MetricSamples`): one sample per group-partition a cycle.
     """
-    group_log_start = make.metric(ts=ts, source=SOURCE, metric=GROUP_LOG_START_METRIC, kind="gauge")
+    gauge = make.metric(ts=ts, source=SOURCE, metric=metric, kind="gauge")
     return [
-        group_log_start(start, label_text(None, s.topic, s.partition, s.group_id, None),
-                        None, s.topic, s.partition, s.group_id)
+        gauge(value, label_text(None, s.topic, s.partition, s.group_id, None), None, s.topic, s.partition, s.group_id)
         for s in offsets
         if s.metric == "committed_offset" and s.source == SOURCE
-        and (start := starts.get((s.topic, s.partition))) is not None  # type: ignore[arg-type]
+        and (value := readings.get((s.topic, s.partition))) is not None  # type: ignore[arg-type]
     ]  # fmt: skip
 
 

@@ -15,8 +15,8 @@ import socket
 import struct
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -26,6 +26,17 @@ _INT8, _INT16, _INT32, _INT64 = struct.Struct(">b"), struct.Struct(">h"), struct
 API_VERSIONS_KEY = 18
 #: A response bigger than this is refused: a wrong frame length must not allocate gigabytes.
 MAX_RESPONSE_BYTES = 100 * 1024 * 1024
+#: The security protocols a :class:`BrokerConnection` speaks.
+SUPPORTED_SECURITY = ("plaintext",)
+
+
+def unsupported_security(client_settings: Mapping[str, Any], reader: str) -> str | None:
+    """Why `reader` (a reader over this module's connections) cannot connect to a cluster with
+    these client settings (None: it can)."""
+    protocol = str(client_settings.get("security.protocol", "plaintext")).lower()
+    if protocol in SUPPORTED_SECURITY:
+        return None
+    return f"security.protocol {protocol} ({reader} speaks {', '.join(SUPPORTED_SECURITY)} only)"
 
 
 class ProtocolError(Exception):

@@ -19,13 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors import share_group_requests as messages
-from collectors.kafka_protocol import BrokerConnection, ProtocolError, Reader
+from collectors.kafka_protocol import BrokerConnection, ProtocolError, Reader, unsupported_security
 
 log = logging.getLogger(__name__)
 
 CLIENT_ID = "lagwatch-share-groups"
-#: The security protocols the reader's own connection speaks (docs/share-groups.md).
-SUPPORTED_SECURITY = ("plaintext",)
 
 
 @dataclass
@@ -37,14 +35,6 @@ class ShareGroupsRead:
     errors: list[str] = field(default_factory=list)
     #: Brokers that do not speak the share-group requests (none to read there).
     without_share_groups: int = 0
-
-
-def unsupported_security(client_settings: dict[str, Any]) -> str | None:
-    """Why the reader cannot connect to this cluster (None: it can)."""
-    protocol = str(client_settings.get("security.protocol", "plaintext")).lower()
-    if protocol in SUPPORTED_SECURITY:
-        return None
-    return f"security.protocol {protocol} (the share-group reader speaks {', '.join(SUPPORTED_SECURITY)} only)"
 
 
 def read_share_groups(
@@ -117,7 +107,7 @@ class ShareGroupReader:
     def __init__(self, name: str, client_settings: dict[str, Any], group_allowed: Callable[[str], bool]) -> None:
         self._name = name
         self._group_allowed = group_allowed
-        self._unsupported = unsupported_security(client_settings)
+        self._unsupported = unsupported_security(client_settings, "the share-group reader")
         self._said: str | None = None
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="share-groups")
 

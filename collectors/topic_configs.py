@@ -73,12 +73,19 @@ class TopicConfigReader:
         self._refresh_s = refresh_s
         #: topic → monotonic time of its last read (answered or failed)
         self._read_at: dict[str, float] = {}
+        #: Topics whose newest answer has a size limit that deletes (for collectors/log_dirs.py).
+        self._size_limited: set[str] = set()
+
+    def size_limited(self, topics: Iterable[str]) -> list[str]:
+        """Those of `topics` whose newest read has `retention.bytes` ≥ 0 under a delete policy."""
+        return sorted(self._size_limited.intersection(topics))
 
     def due(self, topics: Iterable[str], now: float) -> list[str]:
         """Topics never read, or read more than refresh_s ago; forgets topics no longer listed."""
         listed = set(topics)
         for gone in self._read_at.keys() - listed:
             del self._read_at[gone]
+        self._size_limited &= listed
         return sorted(t for t in listed if now - self._read_at.get(t, -self._refresh_s) >= self._refresh_s)
 
     def read(
@@ -102,6 +109,11 @@ class TopicConfigReader:
         now = time.monotonic()
         for topic in [*settings.answers, *settings.errors]:
             self._read_at[topic] = now
+        for topic, retention in settings.answers.items():
+            if retention.retention_bytes >= 0 and retention.cleanup_policy != CLEANUP_POLICY_CODE["compact"]:
+                self._size_limited.add(topic)
+            else:
+                self._size_limited.discard(topic)
         return settings
 
 

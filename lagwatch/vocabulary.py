@@ -36,6 +36,8 @@ TARGET_SOURCES: tuple[str, ...] = (*JMX_SOURCES, Source.ADMIN.value)
 
 #: The per group-partition copy of log_start_offset: per group so it reaches the group's lag state.
 GROUP_LOG_START_METRIC = "group_log_start_offset"
+#: A partition's size on disk per group-partition, likewise (the retention margin's size limit).
+GROUP_SIZE_METRIC = "group_partition_size_bytes"
 #: A share group's partition (KIP-932): its share-partition start offset and share lag. The lag
 #: judgement reads them as it reads a consumer group's committed offset and lag (docs/share-groups.md).
 SHARE_START_METRIC, SHARE_LAG_METRIC = "share_start_offset", "share_group_lag"
@@ -126,6 +128,9 @@ METRICS: tuple[Metric, ...] = (
            "retention.bytes: per partition, the oldest segments are deleted beyond this size; -1 = no size limit"),
     Metric(GROUP_LOG_START_METRIC, "gauge", "offset", ("group_id", "topic", "partition"), (Source.ADMIN,),
            "log_start_offset of a partition the group has committed on, read in the cycle of its committed_offset"),
+    Metric(GROUP_SIZE_METRIC, "gauge", "bytes", ("group_id", "topic", "partition"), (Source.ADMIN,),
+           "Size on disk of the leader's replica (DescribeLogDirs) of a partition the group has committed on, read "
+           "in the cycle of its committed_offset; only for topics with retention.bytes set (the size limit)"),
     Metric("committed_offset", "counter", "offset", ("group_id", "topic", "partition"),
            (Source.ADMIN, Source.COMMITLOG),
            "The group's committed offset: per cycle (admin), and every commit at its commit time (commitlog)"),

@@ -18,11 +18,26 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from lagwatch.vocabulary import GROUP_LOG_START_METRIC, SHARE_LAG_METRIC, SHARE_START_METRIC, Source
+from lagwatch.vocabulary import (
+    GROUP_LOG_START_METRIC,
+    GROUP_SIZE_METRIC,
+    SHARE_LAG_METRIC,
+    SHARE_START_METRIC,
+    Source,
+)
 from spark_jobs.lag.tracker import PartitionTracker
 from spark_jobs.windows import Columns, series_labels
 
-LAG_METRICS = ("committed_offset", "consumer_lag", GROUP_LOG_START_METRIC, SHARE_START_METRIC, SHARE_LAG_METRIC)
+LAG_METRICS = (
+    "committed_offset",
+    "consumer_lag",
+    GROUP_LOG_START_METRIC,
+    GROUP_SIZE_METRIC,
+    SHARE_START_METRIC,
+    SHARE_LAG_METRIC,
+)
+#: Per group-partition readings each partition keeps its newest of (not halves of an observation).
+PARTITION_READING_METRICS = (GROUP_LOG_START_METRIC, GROUP_SIZE_METRIC)
 #: The lag half of an observation's pair (the other half is its committed or share start offset).
 LAG_VALUE_METRICS = ("consumer_lag", SHARE_LAG_METRIC)
 #: Sources of lag samples: the cycle's observations, and the commit log's commits.

@@ -4,7 +4,9 @@ group_status rows per group out (``rollups.py`` runs it in the job's one statefu
 Input: the admin collector's `committed_offset` and `consumer_lag` samples, paired into
 observations (``pairing.py``); the commit log's commits; the per-group log start
 (`group_log_start_offset`, read in the cycle of the committed offset: each partition keeps its
-newest one, for LOSS and the retention margin); and the membership samples (``membership.py``).
+newest one, for LOSS and the retention margin) and likewise its size on disk
+(`group_partition_size_bytes`, the retention margin's size limit); and the membership samples
+(``membership.py``).
 `log_end_offset` samples are per partition, not per group, and need no pairing: the end offset
 is already implied here.
 
@@ -43,12 +45,13 @@ import pandas as pd
 
 from lagwatch import lake
 from lagwatch.config import LagConfig
-from lagwatch.vocabulary import GROUP_LOG_START_METRIC
+from lagwatch.vocabulary import GROUP_LOG_START_METRIC, GROUP_SIZE_METRIC
 from spark_jobs.lag import broker_events, membership, retention, unreachable
 from spark_jobs.lag.group import GroupFacts, summarize_group
 from spark_jobs.lag.pairing import (
     LAG_METRICS,
     PAIR_LABELS,
+    PARTITION_READING_METRICS,
     GroupTracks,
     pair_across_batches,
     pair_in_batch,
@@ -132,15 +135,15 @@ def _fold_samples(
     """The batch's lag and membership samples into the state (``rows.memberships``); the rows
     (and reports) they make."""
     metric = series_labels(samples["series_key"].to_numpy(), ("metric",))["metric"]
-    is_start = metric == GROUP_LOG_START_METRIC  # per partition state, not a membership reading
-    is_offset = np.isin(metric, LAG_METRICS) & ~is_start
+    is_reading = np.isin(metric, PARTITION_READING_METRICS)  # per partition state, not a membership reading
+    is_offset = np.isin(metric, LAG_METRICS) & ~is_reading
     keep_ms = max(lag_config.window_ms, PERIOD_MS)
-    rows.readings = membership.fold_readings(samples[~(is_offset | is_start)], rows.memberships, keep_ms)
+    rows.readings = membership.fold_readings(samples[~(is_offset | is_reading)], rows.memberships, keep_ms)
     cycle_samples, cycle_labels, commit_rows = split_commits(samples[is_offset])
     observations, halves = pair_in_batch(cycle_samples, cycle_labels)
     observations = pair_across_batches(observations, halves, groups, keep_ms)
     commits = _commits_by_partition(commit_rows)
-    _fold_log_starts(samples[is_start], groups)
+    _fold_partition_readings(samples[is_reading], metric[is_reading], groups)
     keys = ["cluster", "group_id", "topic", "partition"]
     codes = observations["pkey"].to_numpy(np.int64)
     starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]]) if len(codes) else np.empty(0, int)
@@ -310,15 +313,20 @@ def _columns(table: str, rows: list[Row]) -> dict[str, np.ndarray]:
     return {name: np.array(values, dtype=object) for name, values in lake.row_columns(table, rows).items()}
 
 
-def _fold_log_starts(samples: pd.DataFrame, groups: dict[tuple[str, str], GroupTracks]) -> None:
-    """Each partition keeps its newest log start (before the batch's observations are judged)."""
+def _fold_partition_readings(
+    samples: pd.DataFrame, metrics: np.ndarray, groups: dict[tuple[str, str], GroupTracks]
+) -> None:
+    """Each partition keeps its newest log start and size (before the batch's observations are judged)."""
     if samples.empty:
         return
     labels = series_labels(samples["series_key"].to_numpy(), PAIR_LABELS)
     columns = (*(labels[name] for name in PAIR_LABELS), samples["ts"].to_numpy(np.int64), samples["value"].to_numpy())
-    for cluster, group, topic, partition, ts, start in zip(*columns, strict=True):
+    for cluster, group, topic, partition, ts, value, metric in zip(*columns, metrics, strict=True):
         track = groups.setdefault((cluster, group), {}).setdefault((topic, int(partition)), PartitionTracker())
-        track.see_log_start(int(ts), round(start))
+        if metric == GROUP_SIZE_METRIC:
+            track.see_size(int(ts), round(value))
+        elif metric == GROUP_LOG_START_METRIC:
+            track.see_log_start(int(ts), round(value))
 
 
 def _commits_by_partition(rows: pd.DataFrame) -> dict[tuple[str, str, str, int], list[tuple[int, int]]]:

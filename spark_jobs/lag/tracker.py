@@ -91,6 +91,10 @@ class PartitionTracker:
     #: The newest log start offset read for the partition, and when (-1: none yet).
     log_start_ts_ms: int = -1
     log_start_offset: int = -1
+    #: The newest size on disk read for the partition (bytes), and when (-1: none yet). Last in
+    #: the state tuple: a state saved before sizes were read decodes with these defaults.
+    size_ts_ms: int = -1
+    size_bytes: int = -1
 
     def to_state(self) -> tuple[Any, ...]:
         """Plain tuple for pickling: C-speed, unlike a slots dataclass's Python-level __setstate__."""
@@ -109,11 +113,13 @@ class PartitionTracker:
             self.waiting_halves,
             self.log_start_ts_ms,
             self.log_start_offset,
+            self.size_ts_ms,
+            self.size_bytes,
         )
 
     @classmethod
     def from_state(cls, saved: tuple[Any, ...]) -> PartitionTracker:
-        return cls(*saved)  # state saved before commits (or caught_up_ms) were tracked: defaults
+        return cls(*saved)  # state saved before commits (caught_up_ms, sizes) were tracked: defaults
 
     @property
     def last_seen_ms(self) -> int:
@@ -125,6 +131,11 @@ class PartitionTracker:
         """Keep the newest log start offset (older readings, read late, are ignored)."""
         if ts_ms > self.log_start_ts_ms:
             self.log_start_ts_ms, self.log_start_offset = ts_ms, offset
+
+    def see_size(self, ts_ms: int, size_bytes: int) -> None:
+        """Keep the newest size on disk (older readings, read late, are ignored)."""
+        if ts_ms > self.size_ts_ms:
+            self.size_ts_ms, self.size_bytes = ts_ms, size_bytes
 
     def take_half(self, ts_ms: int, is_lag: bool) -> float | None:
         """The waiting half of kind `is_lag` from the cycle at ts_ms (removed), or None."""
@@ -224,7 +235,8 @@ class PartitionTracker:
         )
         records_margin = None if log_start is None else committed - log_start
         age = committed_record_age(self.history_ts, self.history_end, committed, lag, now_ms)
-        retention = margin(limits, PartitionFacts(committed, lag, log_start, produce_rate, age))
+        size = self.size_bytes if self.size_ts_ms >= 0 else None
+        retention = margin(limits, PartitionFacts(committed, lag, log_start, produce_rate, age, size))
         return PartitionReport(
             ts_ms=now_ms,
             committed_offset=committed,

@@ -1,8 +1,8 @@
 """The vocabulary against what really runs: emitted names, the mapping table, docs, consumers.
 
 The emitted set comes from one real `collect --once` cycle: the admin collector on the real
-Kafka broker (a topic, an empty group with commits, one commit beyond the log end, a group
-with a member that owns the topic's partitions), the jpype
+Kafka broker (a topic with a size limit, an empty group with commits, one commit beyond the log
+end, a group with a member that owns the topic's partitions), the jpype
 backend on the JMX test double (a broker target and a consumer-client target), and the
 Prometheus backend on the demo's simulated broker exporter. Every sample is read back from the
 samples topic, as the Spark job would read it.
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
 
 from collectors import runner
 from collectors.base import SampleFactory
@@ -59,6 +60,10 @@ def emitted(
     topic, group, owned = f"vocab-topic-{suffix}", f"vocab-group-{suffix}", f"vocab-owned-{suffix}"
     kafka = KafkaWorkload(broker.bootstrap_servers)
     kafka.create_topic(topic, 2)
+    limit = ConfigEntry("retention.bytes", str(1 << 30), incremental_operation=AlterConfigOpType.SET)
+    size_limited = ConfigResource("topic", topic, incremental_configs=[limit])  # so partition sizes are read
+    admin = AdminClient(kafka.settings())  # kept until the answer: a collected client cancels its request
+    admin.incremental_alter_configs([size_limited])[size_limited].result(10)
     kafka.produce(topic, {0: 5, 1: 3})
     kafka.commit(group, topic, {0: 2, 1: 1_000})  # partition 1: committed beyond the end
     member = GroupMember(broker.bootstrap_servers, owned, topic, "vocab-member", commit_offset=1)

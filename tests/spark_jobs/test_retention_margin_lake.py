@@ -1,13 +1,15 @@
 """The retention margin end to end: real broker settings and retention → real collector cycles →
 samples topic → real Spark passes → Parquet lake → the real alert engine → a real webhook.
 
-Four stopped groups, each far behind on its own topic: a young topic with Kafka's default 7-day
-retention, a compacted one, one with retention.ms = -1 (no limit), and one whose 1 KB segments
-expire after 60 s. Collector cycle, Spark pass and alert evaluation alternate as in production
-until the broker has deleted the short-lived topic's records under its group's commit. Only that
-group is ever alerted on: RetentionMarginLow fires while the broker still has its records, and
-its status is LOSS after they are gone. The others' margins are the week less the records' age,
-or NULL with the reason saying why.
+Five stopped groups, each far behind on its own topic: a young topic with Kafka's default 7-day
+retention, a compacted one, one with retention.ms = -1 (no limit), one whose 1 KB segments
+expire after 60 s, and one limited by size alone (retention.bytes, retention.ms = -1) that keeps
+being produced to. Collector cycle, Spark pass and alert evaluation alternate as in production
+until the broker has deleted both short-lived topics' records under their groups' commits. Only
+those two groups are ever alerted on: RetentionMarginLow fires while the broker still has their
+records, its summary naming the nearer limit (time, size), and their status is LOSS after the
+records are gone. The others' margins are the week less the records' age, or NULL with the
+reason saying why.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ from tests.spark_jobs.lake_workload import lake_rows
 INTERVAL_S = 3.0
 SHORT_RETENTION_MS = 60_000
 BATCHES, BATCH = 6, 30  # one segment per flushed batch (1 KB segments, ≈ 530 B per batch)
+#: The size-limited topic keeps ≈ 7 such segments: 6 batches fit, the commit after the first one
+#: is deleted about 4 batches (cycles) later, and its size margin is under the rule's threshold first.
+SIZE_LIMIT = 4000
 COMMITTED = 30
 WEEK_S = 7 * 86_400.0
 #: RetentionMarginLow with a threshold below the short topic's retention and no `for`: the
@@ -66,6 +71,10 @@ def _summaries(webhook_receiver: Any) -> list[str]:
             for alert in request.json()["alerts"] if alert["status"] == "firing"]  # fmt: skip
 
 
+def _summary_of(webhook_receiver: Any, topic: str) -> str:
+    return next(summary for summary in _summaries(webhook_receiver) if f" on {topic}/0 in " in summary)
+
+
 def _firing(webhook_receiver: Any) -> set[str]:
     return {
         alert["labels"]["group_id"]
@@ -85,7 +94,7 @@ def test_only_the_group_retention_will_really_reach_is_alerted_before_its_record
     webhook_receiver: Any,
 ):
     prefix = unique("margin")
-    names = ("young", "compacted", "forever", "short")
+    names = ("young", "compacted", "forever", "short", "sized")
     topic = {name: f"{prefix}-{name}-topic" for name in names}
     group = {name: f"{prefix}-{name}" for name in names}
     settings = {
@@ -93,6 +102,7 @@ def test_only_the_group_retention_will_really_reach_is_alerted_before_its_record
         "compacted": {"cleanup.policy": "compact"},
         "forever": {"retention.ms": "-1", "retention.bytes": "-1"},
         "short": {broker.segment_bytes_config: "1024", "retention.ms": str(SHORT_RETENTION_MS)},
+        "sized": {broker.segment_bytes_config: "1024", "retention.ms": "-1", "retention.bytes": str(SIZE_LIMIT)},
     }
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     for future in admin.create_topics([NewTopic(topic[n], 1, 1, config=settings[n]) for n in names]).values():
@@ -103,7 +113,7 @@ def test_only_the_group_retention_will_really_reach_is_alerted_before_its_record
                 "leadership": "none"},
     )  # fmt: skip
     ensure_topic(transport_client_config(config), config.transport.samples_topic, config.transport.samples_partitions)
-    for name in ("young", "forever", "short"):
+    for name in ("young", "forever", "short", "sized"):
         for _ in range(BATCHES):
             kafka.produce(topic[name], {0: BATCH})
     _produce_keyed(broker.bootstrap_servers, topic["compacted"], BATCHES * BATCH)
@@ -113,19 +123,33 @@ def test_only_the_group_retention_will_really_reach_is_alerted_before_its_record
     publisher = SamplePublisher(config)
     loop = CollectLoop(config, [AdminCollector(config)], publisher, AllTargets([f"admin@{config.cluster.name}"]), "t")
     engine = AlertEngine(config, leadership=AlwaysLeader("test"))
-    alerted_while_kept: list[bool] = []
+    expiring = ("short", "sized")
+    alerted_while_kept: dict[str, bool] = {}  # at the first alert on each expiring group
+    sized_margins: list[tuple[str | None, float | None, str]] = []  # its newest lag_1m row after each pass
     deadline = time.monotonic() + 4 * SHORT_RETENTION_MS / 1000
     try:
         while time.monotonic() < deadline:
+            kafka.produce(topic["sized"], {0: BATCH})  # a produce rate, and the size limit deleting
             assert loop.cycle().failed == []
             assert publisher.flush() == 0
-            kept = earliest_offset(admin, topic["short"], 0) <= COMMITTED  # before the Spark pass: no later
+            # before the Spark pass: no later
+            kept = {name: earliest_offset(admin, topic[name], 0) <= COMMITTED for name in expiring}
             assert job.run(config, argparse.Namespace(available_now=True)) == 0
             engine.step(now=time.time())
-            if group["short"] in _firing(webhook_receiver) and not alerted_while_kept:
-                alerted_while_kept.append(kept)
-            statuses = lake_rows(config, "select status from group_status where group_id = ?", [group["short"]])
-            if ("LOSS",) in statuses:
+            for name in expiring:
+                if group[name] in _firing(webhook_receiver):
+                    alerted_while_kept.setdefault(name, kept[name])
+            sized_margins += lake_rows(
+                config,
+                "select retention_limit, retention_margin_s, retention_reason from lag_1m where group_id = ? "
+                "order by window_start desc limit 1",
+                [group["sized"]],
+            )
+            losses = lake_rows(
+                config, "select group_id from group_status where status = 'LOSS' and group_id in (?, ?)",
+                [group["short"], group["sized"]],
+            )  # fmt: skip
+            if {g for (g,) in losses} == {group["short"], group["sized"]}:
                 break
             time.sleep(INTERVAL_S)
     finally:
@@ -133,11 +157,21 @@ def test_only_the_group_retention_will_really_reach_is_alerted_before_its_record
         loop.close()
         assert publisher.close() == 0
 
-    assert alerted_while_kept == [True], "RetentionMarginLow fired for the short topic while its records were kept"
-    assert ("LOSS",) in statuses, "the broker deleted the records under the commit: LOSS"
-    assert _firing(webhook_receiver) == {group["short"]}, "no alert for the young, compacted or unlimited topic"
-    assert f"committed offset on {topic['short']}/0 in " in _summaries(webhook_receiver)[0]
-    assert "(time limit nearer: retention.ms 60000 (1m); the committed record is" in _summaries(webhook_receiver)[0]
+    assert alerted_while_kept == {"short": True, "sized": True}, "fired while the records were kept"
+    assert {g for (g,) in losses} == {group["short"], group["sized"]}, "the broker deleted the records: LOSS"
+    assert _firing(webhook_receiver) == {group["short"], group["sized"]}, "none for the young, compacted, unlimited"
+    assert "(time limit nearer: retention.ms 60000 (1m); the committed record is" in _summary_of(
+        webhook_receiver, topic["short"]
+    )
+    assert f"(size limit nearer: retention.bytes {SIZE_LIMIT} per partition, " in _summary_of(
+        webhook_receiver, topic["sized"]
+    )
+    size_margins = [(margin, reason) for limit, margin, reason in sized_margins if limit == "size"]
+    assert any(0 < margin < SHORT_RETENTION_MS for margin, _ in size_margins), sized_margins
+    assert all(
+        reason.startswith(f"size limit nearer: retention.bytes {SIZE_LIMIT} per partition")
+        for _, reason in size_margins
+    ), sized_margins
 
     rows = lake_rows(
         config,
@@ -157,4 +191,5 @@ def test_only_the_group_retention_will_really_reach_is_alerted_before_its_record
     ]
     assert newest[group["forever"]][:2] == [None, None]
     assert newest[group["forever"]][2].startswith("no margin: retention.ms = -1 and retention.bytes = -1")
-    assert newest[group["short"]][0] == 0.0 and newest[group["short"]][2].startswith("passed: retention deleted")
+    for name in expiring:
+        assert newest[group[name]][0] == 0.0 and newest[group[name]][2].startswith("passed: retention deleted")

@@ -10,12 +10,16 @@ from __future__ import annotations
 import json
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
-from lagwatch.vocabulary import CLEANUP_POLICY_CODE
-from spark_jobs.lag import retention
+from lagwatch.config import LagConfig
+from lagwatch.vocabulary import CLEANUP_POLICY_CODE, GROUP_LOG_START_METRIC, GROUP_SIZE_METRIC
+from spark_jobs import route
+from spark_jobs.lag import retention, step
 from spark_jobs.lag.retention import Margin, PartitionFacts, RecordAge, TopicLimits, margin
 from spark_jobs.lag.time_lag import committed_record_age
+from tests.spark_jobs.conftest import parsed_sample
 
 DELETE, COMPACT, BOTH = (CLEANUP_POLICY_CODE[p] for p in ("delete", "compact", "compact,delete"))
 WEEK_MS = 7 * 86_400_000
@@ -129,3 +133,34 @@ def test_each_bucket_keeps_the_newest_reading_of_each_setting_and_forgets_delete
     retention.fold(state, _settings_rows([("t", "topic_retention_ms", 2_000 + retention.KEEP_MS, 9)]))
     assert state.limits("c", "gone") is None
     assert retention.decode(retention.encode(state)).limits("c", "t") == TopicLimits(None, 9, None)
+
+
+def test_the_collectors_size_sample_reaches_the_margin_through_the_lag_step():
+    """The admin cycle's samples of a stopped group on a size-limited topic, routed as the job
+    routes them: the size (100 B per record) makes the size limit nearer than the week."""
+    labels = {"source": "admin", "group_id": "g", "topic": "t", "partition": 0}
+    rows = []
+    for cycle, end in enumerate((300, 450, 600, 750)):  # 10 records/s, committed stays at 100
+        ts = 1_767_261_720_000 + cycle * 15_000
+        rows += [
+            parsed_sample(ts, "committed_offset", "counter", 100, **labels),
+            parsed_sample(ts, "consumer_lag", "gauge", end - 100, **labels),
+            parsed_sample(ts, GROUP_LOG_START_METRIC, "gauge", 0, **labels),
+            parsed_sample(ts, GROUP_SIZE_METRIC, "gauge", end * 100, **labels),
+        ]
+    for row in rows:
+        del row["event_time"]
+    operator, _ = route.operator_rows(pa.Table.from_pylist(rows), None, lag_routing=True)
+    frame = operator.to_pandas()
+    settings = retention.TopicSettings()
+    limits = {"topic_cleanup_policy": DELETE, "topic_retention_ms": WEEK_MS, "topic_retention_bytes": 100_000}
+    settings.readings.update({("test", "t", metric): (0, value) for metric, value in limits.items()})
+    groups: dict = {}
+    lag_rows, _ = step.update_lag(frame[frame["role"] == route.LAG], groups, {}, LagConfig(), 0, settings=settings)
+    # 100,000 B kept, 650 unread records × 100 B: 35,000 B more at 10 records/s × 100 B/s.
+    assert (lag_rows["retention_limit"][-1], lag_rows["retention_margin_s"][-1]) == ("size", 35.0)
+    assert lag_rows["retention_reason"][-1] == (
+        "size limit nearer: retention.bytes 100000 per partition, 650 records behind the committed offset, "
+        "10 records/s: 35s"
+    )
+    assert groups[("test", "g")][("t", 0)].size_bytes == 75_000

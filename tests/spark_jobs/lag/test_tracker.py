@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import pickle
+
 from lagwatch.config import LagConfig
+from lagwatch.vocabulary import CLEANUP_POLICY_CODE
+from spark_jobs.lag import step
+from spark_jobs.lag.retention import TopicLimits
 from spark_jobs.lag.rules import Thresholds
 from spark_jobs.lag.tracker import MAX_WAITING_HALVES, PartitionTracker
 from tests.spark_jobs.lag.judging import PERIOD_MS, track
@@ -47,3 +52,41 @@ def test_a_half_observation_waits_for_its_partner_bounded():
     assert tracker.waiting_halves == [(200_000, True, 5.0)]
     assert PartitionTracker.from_state(tracker.to_state()).waiting_halves == [(200_000, True, 5.0)]
     assert tracker.last_seen_ms == 200_000  # a waiting half keeps the partition in the state
+
+
+#: One partition's state as the checkpoints written before partition sizes hold it: the 14 fields
+#: of PartitionTracker.to_state() then (two cycles, committed 100, log ends 300 and 450, log start 0).
+STATE_WITHOUT_SIZE = (
+    [0, 15_000],
+    [300, 450],
+    [0, 15_000],
+    [100, 100],
+    [200, 350],
+    0,
+    0,
+    350,
+    [],
+    [],
+    -1,
+    [],
+    15_000,
+    0,
+)
+
+
+def test_a_checkpoint_written_before_sizes_resumes_and_takes_sizes_from_then_on():
+    thresholds = Thresholds.for_group(LagConfig(window_s=600), "g")
+    blob = pickle.dumps({("c", "g"): {("t", 0): STATE_WITHOUT_SIZE}}, protocol=pickle.HIGHEST_PROTOCOL)
+    restored = step.decode_groups(blob)[("c", "g")][("t", 0)]
+    assert (restored.window_committed, restored.log_start_offset, restored.size_ts_ms) == ([100, 100], 0, -1)
+    size_only = TopicLimits(CLEANUP_POLICY_CODE["delete"], -1, 100_000)
+    assert restored.report(thresholds, limits=size_only).retention_reason == "no margin: the partition size is unknown"
+
+    restored.see_size(15_000, 45_000)  # 100 bytes per record of the 450 in the log
+    restored.see_size(10_000, 1)  # an older reading, read late: ignored
+    report = restored.report(thresholds, limits=size_only)
+    # 100,000 B kept, 350 unread records × 100 B: 65,000 B more at 10 records/s × 100 B/s.
+    assert (report.retention_limit, report.retention_margin_s) == ("size", 65.0)
+    assert report.retention_reason.startswith("size limit nearer: retention.bytes 100000 per partition, 350 records")
+    again = step.decode_groups(step.encode_groups({("c", "g"): {("t", 0): restored}}))[("c", "g")][("t", 0)]
+    assert (again.size_ts_ms, again.size_bytes) == (15_000, 45_000)

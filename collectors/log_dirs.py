@@ -1,0 +1,171 @@
+"""Each size-limited partition's size on disk, read once per admin cycle with DescribeLogDirs.
+
+Only topics with a size limit (`retention.bytes` ≥ 0 under a delete policy) are asked for, so a
+cluster without size limits pays nothing: no connection, no request. Each partition's size is
+its leader's replica (the log consumers read and retention trims first), so each broker is
+asked only for the partitions it leads: one connection and two requests per such broker
+(ApiVersions, then DescribeLogDirs at the newest version both sides speak), within the admin
+cycle's deadline, in a thread of its own beside the rest of the cycle.
+
+What stops the reading for good on a cluster (a security protocol the reader does not speak,
+brokers without DescribeLogDirs v2+, a principal without Describe on the Cluster resource) is
+said once in the log, not every cycle; a broker that fails otherwise (refused, reset, a log dir
+offline) is a per-metric error of the cycle, as a failed ListOffsets is. The retention margin's
+size limit needs the size (spark_jobs/lag/retention.py); without it the reason says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from collectors import log_dir_requests as requests
+from collectors.kafka_protocol import BrokerConnection, ProtocolError, unsupported_security
+from collectors.share_group_requests import (
+    API_VERSIONS,
+    API_VERSIONS_VERSION,
+    BrokerError,
+    decode_api_versions,
+    encode_api_versions,
+    error_name,
+)
+
+log = logging.getLogger(__name__)
+
+CLIENT_ID = "lagwatch-log-dirs"
+#: The top-level error of a principal without Describe on the Cluster resource.
+CLUSTER_AUTHORIZATION_FAILED = 31
+Partition = tuple[str, int]
+
+
+@dataclass
+class PartitionSizes:
+    """One cycle's reading: each partition's size (its leader's replica) and what failed."""
+
+    sizes: dict[Partition, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    #: Why a broker could not be read at all, in words the operator can act on (said once).
+    unreadable: str | None = None
+
+
+def leaders_of(metadata: Any, topics: Collection[str]) -> dict[int, list[Partition]]:
+    """Broker id → the partitions of `topics` it leads (a partition without a leader is left out)."""
+    leads: dict[int, list[Partition]] = {}
+    for topic in sorted(topics):
+        topic_meta = metadata.topics.get(topic)
+        for number, partition in sorted(topic_meta.partitions.items()) if topic_meta is not None else ():
+            if partition.leader >= 0:
+                leads.setdefault(partition.leader, []).append((topic, number))
+    return leads
+
+
+def read_partition_sizes(
+    brokers: Mapping[int, tuple[str, int]],
+    leads: Mapping[int, list[Partition]],
+    deadline: float,
+    software_version: str = "0",
+) -> PartitionSizes:
+    """Each led partition's size, asked of its leader (`brokers`: id → host and port)."""
+    read = PartitionSizes()
+    for broker_id, partitions in sorted(leads.items()):
+        address = brokers.get(broker_id)
+        if address is None:
+            read.errors.append(f"partition sizes: leader {broker_id} is not in the cluster metadata")
+            continue
+        host, port = address
+        try:
+            with BrokerConnection(host, port, CLIENT_ID, deadline) as connection:
+                _read_broker(connection, partitions, software_version, read)
+        except BrokerError as exc:
+            if exc.code != CLUSTER_AUTHORIZATION_FAILED:
+                read.errors.append(f"partition sizes on {host}:{port}: {exc}")
+                continue
+            read.unreadable = (
+                f"DescribeLogDirs refused ({error_name(exc.code)}): grant Describe on the Cluster resource "
+                "to this principal for the retention margin's size limit"
+            )
+        except (OSError, ProtocolError) as exc:  # OSError: refused, reset, timed out
+            read.errors.append(f"partition sizes on {host}:{port}: {exc}")
+    return read
+
+
+def newest_common_version(versions: Mapping[int, tuple[int, int]], key: int, ours: tuple[int, ...]) -> int | None:
+    """The newest of `ours` the broker speaks for request `key` (None: none of them)."""
+    low, high = versions.get(key, (0, -1))
+    return next((v for v in reversed(ours) if low <= v <= high), None)
+
+
+def _read_broker(
+    connection: BrokerConnection, partitions: list[Partition], software_version: str, read: PartitionSizes
+) -> None:
+    answer = connection.request(
+        API_VERSIONS, API_VERSIONS_VERSION, encode_api_versions("lagwatch", software_version), flexible=True
+    )
+    version = newest_common_version(decode_api_versions(answer), requests.DESCRIBE_LOG_DIRS, requests.LOG_DIRS_VERSIONS)
+    if version is None:
+        read.unreadable = f"{connection.address} does not speak DescribeLogDirs v{requests.LOG_DIRS_VERSIONS[0]}+"
+        return
+    wanted: dict[str, list[int]] = {}
+    for topic, number in partitions:
+        wanted.setdefault(topic, []).append(number)
+    body = requests.encode_describe_log_dirs(wanted)
+    log_dirs = requests.decode_describe_log_dirs(
+        connection.request(requests.DESCRIBE_LOG_DIRS, version, body, flexible=True), version
+    )
+    led = set(partitions)
+    for log_dir in log_dirs:
+        if log_dir.error_code:
+            read.errors.append(f"log dir {log_dir.path} on {connection.address}: {error_name(log_dir.error_code)}")
+        for replica in log_dir.replicas:
+            where = (replica.topic, replica.partition)
+            if not replica.is_future and where in led:
+                read.sizes[where] = replica.size_bytes
+
+
+class LogDirReader:
+    """The admin collector's partition-size step: runs beside the rest of the cycle (its own
+    thread) and says once why it cannot read, instead of every cycle."""
+
+    def __init__(self, name: str, client_settings: Mapping[str, Any]) -> None:
+        self._name = name
+        self._unsupported = unsupported_security(client_settings, "the log-dir reader")
+        self._said: str | None = None
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-dirs")
+
+    def close(self) -> None:
+        self._thread.shutdown(wait=False, cancel_futures=True)
+
+    def begin(self, metadata: Any, topics: Collection[str], deadline: float) -> Callable[[], PartitionSizes]:
+        """Start reading the sizes of `topics`' partitions; the returned call waits for them (until the deadline)."""
+        if not topics:
+            return PartitionSizes  # nothing size-limited: no connection at all
+        running = self._thread.submit(self.read, metadata, topics, deadline)
+
+        def finish() -> PartitionSizes:
+            try:
+                return running.result(timeout=max(0.0, deadline - time.monotonic()) + 1.0)
+            except TimeoutError:
+                return PartitionSizes(errors=["partition sizes: not read within the timeout"])
+
+        return finish
+
+    def read(self, metadata: Any, topics: Collection[str], deadline: float) -> PartitionSizes:
+        if self._unsupported is not None:
+            self._say(f"partition sizes not read: {self._unsupported}; no size limit in the retention margin")
+            return PartitionSizes()
+        brokers = {broker_id: (b.host, b.port) for broker_id, b in metadata.brokers.items()}
+        read = read_partition_sizes(brokers, leaders_of(metadata, topics), deadline)
+        if read.unreadable is not None:
+            self._say(f"partition sizes not read: {read.unreadable}")
+        elif read.sizes:
+            self._said = None
+        return read
+
+    def _say(self, why: str) -> None:
+        if why != self._said:
+            log.warning("%s: %s", self._name, why)
+            self._said = why
