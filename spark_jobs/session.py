@@ -39,9 +39,7 @@ JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 #: its default: Spark formats error messages with regexes that recurse per character, and a
 #: long one overflowed a halved stack and killed the query thread. The code cache and metaspace
 #: get ceilings so a leak fails loudly (docs/performance.md, "Footprint").
-DRIVER_JAVA_OPTIONS = (
-    f"{JAVA_OPTIONS} -XX:+UseSerialGC -Xms64m -XX:ReservedCodeCacheSize=64m -XX:MaxMetaspaceSize=256m"
-)
+DRIVER_JAVA_OPTIONS = f"{JAVA_OPTIONS} -XX:+UseSerialGC -Xms64m -XX:ReservedCodeCacheSize=64m -XX:MaxMetaspaceSize=256m"
 
 
 def is_local(master: str) -> bool:
