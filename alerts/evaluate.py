@@ -48,6 +48,9 @@ from lagwatch.vocabulary import STATUS_ORDER, status_rank
 
 log = logging.getLogger(__name__)
 
+#: Live evaluations one DuckDB session serves before it is reopened (Evaluator.evaluate).
+SESSION_EVALUATIONS = 100
+
 
 def fingerprint(labels: dict[str, str]) -> str:
     """An alert instance's identity: its label set."""
@@ -358,6 +361,7 @@ class Evaluator:
         self.lake = config.resolve_path(config.lake.path)
         self._duckdb = config.resolve_path(config.lake.duckdb_path)
         self._con: Any = None
+        self._evaluations = 0
         self._shapes: dict[str, list[CompiledRule]] = {}
         for rule in rules:
             self._shapes.setdefault(shape_sql(rule), []).append(rule)
@@ -448,7 +452,15 @@ class Evaluator:
         return Timeline(rule, conditions, k_from, k_to)
 
     def evaluate(self, now: float) -> list[Condition]:
-        """Conditions true at `now` (epoch seconds), one entry per series and rule."""
+        """Conditions true at `now` (epoch seconds), one entry per series and rule.
+
+        Every SESSION_EVALUATIONS evaluations the DuckDB session starts afresh (each evaluation
+        loads what it reads, so nothing is lost): a session kept for good holds on to memory from
+        every evaluation's temp tables, a slow climb of the long-running engine's RSS.
+        """
+        self._evaluations += 1
+        if self._evaluations % SESSION_EVALUATIONS == 0:
+            self.close()
         self.load(now, now)
         return [c for timeline in self.timelines(Grid(now, self.every_s, 1)) for c in timeline.at(0)]
 
