@@ -2,11 +2,13 @@
 response framing, and one blocking connection to one broker.
 
 Why at all: no Python client (confluent-kafka 2.16 included) has the share-group admin calls
-yet, and the broker answers them over the ordinary protocol (docs/share-groups.md). Only what
-those few requests need is here: fixed-width integers, unsigned varints, classic and compact
-(flexible-version) strings and arrays, UUIDs and tagged fields, written and read exactly as
-Apache Kafka's generated message classes do (clients/src/main/resources/common/message/*.json).
-Tagged fields are always written empty and skipped on read: none of those requests needs one.
+or DescribeLogDirs yet, and the broker answers them over the ordinary protocol
+(docs/share-groups.md). Here too what every such request needs: error codes by name, and
+ApiVersions to pick the version both sides speak. Beyond that, only what those few requests
+need: fixed-width integers, unsigned varints, classic and compact (flexible-version) strings
+and arrays, UUIDs and tagged fields, written and read exactly as Apache Kafka's generated
+message classes do (clients/src/main/resources/common/message/*.json). Tagged fields are
+always written empty and skipped on read: none of those requests needs one.
 """
 
 from __future__ import annotations
@@ -18,12 +20,16 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from confluent_kafka import KafkaError
+
 T = TypeVar("T")
 
 _INT8, _INT16, _INT32, _INT64 = struct.Struct(">b"), struct.Struct(">h"), struct.Struct(">i"), struct.Struct(">q")
 #: ApiVersions is the one request whose response header stays v0 in every version (the client
 #: cannot know the broker's flexible versions before it has the answer).
 API_VERSIONS_KEY = 18
+#: The ApiVersions version sent (flexible: compact fields, request header v2).
+API_VERSIONS_VERSION = 3
 #: A response bigger than this is refused: a wrong frame length must not allocate gigabytes.
 MAX_RESPONSE_BYTES = 100 * 1024 * 1024
 #: The security protocols a :class:`BrokerConnection` speaks.
@@ -251,3 +257,56 @@ class BrokerConnection:
             chunks.append(chunk)
             wanted -= len(chunk)
         return b"".join(chunks)
+
+
+# -- errors and ApiVersions v3: what every request this project sends needs -----------------------
+
+_ERROR_NAMES: dict[int, str] = {
+    code: name for name, code in vars(KafkaError).items() if name.isupper() and isinstance(code, int) and code >= -1
+}
+
+
+def error_name(code: int) -> str:
+    """A broker error code's name (Kafka's, as librdkafka spells them), e.g. 16 → NOT_COORDINATOR."""
+    return _ERROR_NAMES.get(code, f"error {code}")
+
+
+class BrokerError(Exception):
+    """A request answered with a top-level error code."""
+
+    def __init__(self, request: str, code: int, message: str | None = None) -> None:
+        super().__init__(f"{request}: {error_name(code)}" + (f" ({message})" if message else ""))
+        self.code = code
+
+
+def encode_api_versions(software_name: str, software_version: str) -> bytes:
+    return Writer().compact_string(software_name).compact_string(software_version).tagged_fields().bytes()
+
+
+def decode_api_versions(reader: Reader) -> dict[int, tuple[int, int]]:
+    """Request key → (min version, max version) the broker speaks."""
+    error_code = reader.int16()
+
+    def api(r: Reader) -> tuple[int, int, int]:
+        key, low, high = r.int16(), r.int16(), r.int16()
+        r.skip_tagged_fields()
+        return key, low, high
+
+    apis = reader.compact_array(api)
+    if error_code:
+        raise BrokerError("ApiVersions", error_code)
+    reader.int32()  # throttle time
+    reader.skip_tagged_fields()
+    return {key: (low, high) for key, low, high in apis}
+
+
+def newest_common_version(versions: Mapping[int, tuple[int, int]], key: int, ours: Sequence[int]) -> int | None:
+    """The newest of `ours` the broker speaks for request `key` (None: none of them)."""
+    low, high = versions.get(key, (0, -1))
+    return next((v for v in reversed(ours) if low <= v <= high), None)
+
+
+def api_versions(connection: BrokerConnection, software_version: str) -> dict[int, tuple[int, int]]:
+    """What the broker speaks (ApiVersions v3): request key → (min version, max version)."""
+    body = encode_api_versions("lagwatch", software_version)
+    return decode_api_versions(connection.request(API_VERSIONS_KEY, API_VERSIONS_VERSION, body, flexible=True))

@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from collectors.kafka_protocol import Reader, Writer
-from collectors.share_group_requests import BrokerError
+from collectors.kafka_protocol import BrokerError, Reader, Writer
 
 DESCRIBE_LOG_DIRS = 35
 #: The versions Lagwatch speaks (all flexible), oldest first.

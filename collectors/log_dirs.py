@@ -17,21 +17,20 @@ size limit needs the size (spark_jobs/lag/retention.py); without it the reason s
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Collection, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from collectors import log_dir_requests as requests
-from collectors.kafka_protocol import BrokerConnection, ProtocolError, unsupported_security
-from collectors.share_group_requests import (
-    API_VERSIONS,
-    API_VERSIONS_VERSION,
+from collectors.cycle_step import CycleStep
+from collectors.kafka_protocol import (
+    BrokerConnection,
     BrokerError,
-    decode_api_versions,
-    encode_api_versions,
+    ProtocolError,
+    api_versions,
     error_name,
+    newest_common_version,
+    unsupported_security,
 )
 
 log = logging.getLogger(__name__)
@@ -93,19 +92,11 @@ def read_partition_sizes(
     return read
 
 
-def newest_common_version(versions: Mapping[int, tuple[int, int]], key: int, ours: tuple[int, ...]) -> int | None:
-    """The newest of `ours` the broker speaks for request `key` (None: none of them)."""
-    low, high = versions.get(key, (0, -1))
-    return next((v for v in reversed(ours) if low <= v <= high), None)
-
-
 def _read_broker(
     connection: BrokerConnection, partitions: list[Partition], software_version: str, read: PartitionSizes
 ) -> None:
-    answer = connection.request(
-        API_VERSIONS, API_VERSIONS_VERSION, encode_api_versions("lagwatch", software_version), flexible=True
-    )
-    version = newest_common_version(decode_api_versions(answer), requests.DESCRIBE_LOG_DIRS, requests.LOG_DIRS_VERSIONS)
+    versions = api_versions(connection, software_version)
+    version = newest_common_version(versions, requests.DESCRIBE_LOG_DIRS, requests.LOG_DIRS_VERSIONS)
     if version is None:
         read.unreadable = f"{connection.address} does not speak DescribeLogDirs v{requests.LOG_DIRS_VERSIONS[0]}+"
         return
@@ -131,41 +122,30 @@ class LogDirReader:
     thread) and says once why it cannot read, instead of every cycle."""
 
     def __init__(self, name: str, client_settings: Mapping[str, Any]) -> None:
-        self._name = name
         self._unsupported = unsupported_security(client_settings, "the log-dir reader")
-        self._said: str | None = None
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="log-dirs")
+        self._step: CycleStep[PartitionSizes] = CycleStep(name, "log-dirs", log, logging.WARNING)
 
     def close(self) -> None:
-        self._thread.shutdown(wait=False, cancel_futures=True)
+        self._step.close()
 
     def begin(self, metadata: Any, topics: Collection[str], deadline: float) -> Callable[[], PartitionSizes]:
         """Start reading the sizes of `topics`' partitions; the returned call waits for them (until the deadline)."""
         if not topics:
             return PartitionSizes  # nothing size-limited: no connection at all
-        running = self._thread.submit(self.read, metadata, topics, deadline)
-
-        def finish() -> PartitionSizes:
-            try:
-                return running.result(timeout=max(0.0, deadline - time.monotonic()) + 1.0)
-            except TimeoutError:
-                return PartitionSizes(errors=["partition sizes: not read within the timeout"])
-
-        return finish
+        return self._step.begin(lambda: self.read(metadata, topics, deadline), deadline, _timed_out)
 
     def read(self, metadata: Any, topics: Collection[str], deadline: float) -> PartitionSizes:
         if self._unsupported is not None:
-            self._say(f"partition sizes not read: {self._unsupported}; no size limit in the retention margin")
+            self._step.say(f"partition sizes not read: {self._unsupported}; no size limit in the retention margin")
             return PartitionSizes()
         brokers = {broker_id: (b.host, b.port) for broker_id, b in metadata.brokers.items()}
         read = read_partition_sizes(brokers, leaders_of(metadata, topics), deadline)
         if read.unreadable is not None:
-            self._say(f"partition sizes not read: {read.unreadable}")
+            self._step.say(f"partition sizes not read: {read.unreadable}")
         elif read.sizes:
-            self._said = None
+            self._step.reading_again()
         return read
 
-    def _say(self, why: str) -> None:
-        if why != self._said:
-            log.warning("%s: %s", self._name, why)
-            self._said = why
+
+def _timed_out() -> PartitionSizes:
+    return PartitionSizes(errors=["partition sizes: not read within the timeout"])

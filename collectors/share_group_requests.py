@@ -4,8 +4,8 @@ Field by field as Apache Kafka 4.3's message schemas have them (the JSON files i
 clients/src/main/resources/common/message/ of the broker's kafka-clients jar), at the one
 version Lagwatch sends of each:
 
-- ApiVersions v3: which requests (and versions) the broker speaks; a broker without the
-  share-group requests has no share groups to read (Kafka 3.x, a 4.x without share.version);
+- ApiVersions (collectors.kafka_protocol): a broker without the share-group requests has no
+  share groups to read (Kafka 3.x, a 4.x without share.version);
 - ListGroups v5 with TypesFilter ["share"]: the share groups this broker coordinates;
 - ShareGroupDescribe v1: state, epoch and members with their assigned partitions;
 - DescribeShareGroupOffsets v0 or v1 (all topics): each partition's share-partition start
@@ -18,59 +18,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from confluent_kafka import KafkaError
+from collectors.kafka_protocol import BrokerError, Reader, Writer
 
-from collectors.kafka_protocol import Reader, Writer
-
-API_VERSIONS, LIST_GROUPS, SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS = 18, 16, 77, 90
+LIST_GROUPS, SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS = 16, 77, 90
 #: The version sent of each request (DescribeShareGroupOffsets: the broker's newest up to this).
-API_VERSIONS_VERSION, LIST_GROUPS_VERSION, SHARE_GROUP_DESCRIBE_VERSION = 3, 5, 1
+LIST_GROUPS_VERSION, SHARE_GROUP_DESCRIBE_VERSION = 5, 1
 OFFSETS_VERSIONS = (0, 1)
 #: What the broker writes when it does not know a partition's lag (and what v0 means).
 UNKNOWN_LAG = -1
 SHARE_GROUP_TYPE = "share"
-_ERROR_NAMES: dict[int, str] = {
-    code: name for name, code in vars(KafkaError).items() if name.isupper() and isinstance(code, int) and code >= -1
-}
-
-
-def error_name(code: int) -> str:
-    """A broker error code's name (Kafka's, as librdkafka spells them), e.g. 16 → NOT_COORDINATOR."""
-    return _ERROR_NAMES.get(code, f"error {code}")
-
-
-class BrokerError(Exception):
-    """A request answered with a top-level error code."""
-
-    def __init__(self, request: str, code: int, message: str | None = None) -> None:
-        super().__init__(f"{request}: {error_name(code)}" + (f" ({message})" if message else ""))
-        self.code = code
-
-
-# -- ApiVersions v3 ----------------------------------------------------------------------------------
-
-
-def encode_api_versions(software_name: str, software_version: str) -> bytes:
-    return Writer().compact_string(software_name).compact_string(software_version).tagged_fields().bytes()
-
-
-def decode_api_versions(reader: Reader) -> dict[int, tuple[int, int]]:
-    """Request key → (min version, max version) the broker speaks."""
-    error_code = reader.int16()
-
-    def api(r: Reader) -> tuple[int, int, int]:
-        key, low, high = r.int16(), r.int16(), r.int16()
-        r.skip_tagged_fields()
-        return key, low, high
-
-    apis = reader.compact_array(api)
-    if error_code:
-        raise BrokerError("ApiVersions", error_code)
-    reader.int32()  # throttle time
-    reader.skip_tagged_fields()
-    return {key: (low, high) for key, low, high in apis}
-
-
 # -- ListGroups v5 -----------------------------------------------------------------------------------
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from collectors.base import SampleFactory
-from collectors.share_group_requests import ShareGroupDescription, ShareGroupOffsets, ShareMember, error_name
+from collectors.kafka_protocol import error_name
+from collectors.share_group_requests import ShareGroupDescription, ShareGroupOffsets, ShareMember
 from collectors.share_groups import ShareGroupsRead
 from lagwatch.membership import (
     GROUP_MEMBERS_METRIC,

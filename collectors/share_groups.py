@@ -14,12 +14,20 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from collectors import share_group_requests as messages
-from collectors.kafka_protocol import BrokerConnection, ProtocolError, Reader, unsupported_security
+from collectors.cycle_step import CycleStep
+from collectors.kafka_protocol import (
+    BrokerConnection,
+    BrokerError,
+    ProtocolError,
+    Reader,
+    api_versions,
+    newest_common_version,
+    unsupported_security,
+)
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +57,7 @@ def read_share_groups(
         try:
             with BrokerConnection(host, port, CLIENT_ID, deadline) as connection:
                 _read_broker(connection, group_allowed, software_version, read)
-        except (OSError, ProtocolError, messages.BrokerError) as exc:  # OSError: refused, reset, timed out
+        except (OSError, ProtocolError, BrokerError) as exc:  # OSError: refused, reset, timed out
             read.errors.append(f"share groups on {host}:{port}: {exc}")
     return read
 
@@ -61,10 +69,7 @@ def _read_broker(
         return connection.request(key, version, body, flexible=True)  # every version sent here is flexible
 
     m = messages
-    versions = m.decode_api_versions(
-        ask(m.API_VERSIONS, m.API_VERSIONS_VERSION, m.encode_api_versions("lagwatch", software_version))
-    )
-    offsets_version = _usable_offsets_version(versions)
+    offsets_version = _usable_offsets_version(api_versions(connection, software_version))
     if offsets_version is None:
         read.without_share_groups += 1
         return
@@ -86,17 +91,11 @@ def _read_broker(
 def _usable_offsets_version(versions: dict[int, tuple[int, int]]) -> int | None:
     """The DescribeShareGroupOffsets version to send (the newest both sides speak), or None when
     the broker lacks one of the requests the reading needs."""
-
-    def speaks(key: int, version: int) -> bool:
-        low, high = versions.get(key, (0, -1))
-        return low <= version <= high
-
     m = messages
-    if not (
-        speaks(m.LIST_GROUPS, m.LIST_GROUPS_VERSION) and speaks(m.SHARE_GROUP_DESCRIBE, m.SHARE_GROUP_DESCRIBE_VERSION)
-    ):
+    needed = ((m.LIST_GROUPS, m.LIST_GROUPS_VERSION), (m.SHARE_GROUP_DESCRIBE, m.SHARE_GROUP_DESCRIBE_VERSION))
+    if any(newest_common_version(versions, key, (version,)) is None for key, version in needed):
         return None
-    return next((v for v in reversed(m.OFFSETS_VERSIONS) if speaks(m.DESCRIBE_SHARE_GROUP_OFFSETS, v)), None)
+    return newest_common_version(versions, m.DESCRIBE_SHARE_GROUP_OFFSETS, m.OFFSETS_VERSIONS)
 
 
 class ShareGroupReader:
@@ -108,40 +107,30 @@ class ShareGroupReader:
         self._name = name
         self._group_allowed = group_allowed
         self._unsupported = unsupported_security(client_settings, "the share-group reader")
-        self._said: str | None = None
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="share-groups")
+        self._step: CycleStep[ShareGroupsRead] = CycleStep(name, "share-groups", log)
 
     def close(self) -> None:
-        self._thread.shutdown(wait=False, cancel_futures=True)
+        self._step.close()
 
     def begin(self, metadata: Any, deadline: float) -> Callable[[], ShareGroupsRead]:
         """Start this cycle's reading; the returned call waits for it (until the deadline)."""
-        running = self._thread.submit(self.read, metadata, deadline)
-
-        def finish() -> ShareGroupsRead:
-            try:
-                return running.result(timeout=max(0.0, deadline - time.monotonic()) + 1.0)
-            except TimeoutError:
-                return ShareGroupsRead(errors=["share groups: not read within the timeout"])
-
-        return finish
+        return self._step.begin(lambda: self.read(metadata, deadline), deadline, _timed_out)
 
     def read(self, metadata: Any, deadline: float) -> ShareGroupsRead:
         """This cycle's share groups, from the brokers the cycle's cluster metadata names."""
         if self._unsupported is not None:
-            self._say(f"share groups not read: {self._unsupported}")
+            self._step.say(f"share groups not read: {self._unsupported}")
             return ShareGroupsRead()
         brokers = [(b.host, b.port) for _, b in sorted(metadata.brokers.items())]
         started = time.monotonic()
         read = read_share_groups(brokers, self._group_allowed, deadline)
         if brokers and read.without_share_groups == len(brokers):
-            self._say("share groups not read: the brokers do not speak ShareGroupDescribe (no share groups)")
+            self._step.say("share groups not read: the brokers do not speak ShareGroupDescribe (no share groups)")
         else:
-            self._said = None
+            self._step.reading_again()
         log.debug("%s: %d share groups in %.3f s", self._name, len(read.descriptions), time.monotonic() - started)
         return read
 
-    def _say(self, why: str) -> None:
-        if why != self._said:
-            log.info("%s: %s", self._name, why)
-            self._said = why
+
+def _timed_out() -> ShareGroupsRead:
+    return ShareGroupsRead(errors=["share groups: not read within the timeout"])

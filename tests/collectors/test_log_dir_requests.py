@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from collectors.kafka_protocol import BrokerConnection, Reader
+from collectors.kafka_protocol import BrokerConnection, BrokerError, Reader, api_versions, newest_common_version
 from collectors.log_dir_requests import (
     DESCRIBE_LOG_DIRS,
     LOG_DIRS_VERSIONS,
@@ -20,14 +20,7 @@ from collectors.log_dir_requests import (
     decode_describe_log_dirs,
     encode_describe_log_dirs,
 )
-from collectors.log_dirs import newest_common_version, read_partition_sizes
-from collectors.share_group_requests import (
-    API_VERSIONS,
-    API_VERSIONS_VERSION,
-    BrokerError,
-    decode_api_versions,
-    encode_api_versions,
-)
+from collectors.log_dirs import read_partition_sizes
 from lagwatch.broker import free_port
 from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.fixtures.real_kafka import RealKafkaBroker
@@ -85,8 +78,7 @@ def test_an_offline_log_dir_keeps_its_own_error() -> None:
 
 def _spoken_version(broker: RealKafkaBroker) -> int | None:
     with BrokerConnection("127.0.0.1", broker.port, "test", time.monotonic() + 10) as connection:
-        answer = connection.request(API_VERSIONS, API_VERSIONS_VERSION, encode_api_versions("t", "0"), flexible=True)
-        return newest_common_version(decode_api_versions(answer), DESCRIBE_LOG_DIRS, LOG_DIRS_VERSIONS)
+        return newest_common_version(api_versions(connection, "0"), DESCRIBE_LOG_DIRS, LOG_DIRS_VERSIONS)
 
 
 def test_the_newest_version_both_sides_speak(broker: RealKafkaBroker) -> None:

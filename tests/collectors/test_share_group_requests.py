@@ -7,23 +7,19 @@ import uuid
 
 import pytest
 
-from collectors.kafka_protocol import Reader
+from collectors.kafka_protocol import BrokerError, Reader, decode_api_versions, encode_api_versions, error_name
 from collectors.share_group_requests import (
-    BrokerError,
     ListedGroup,
     ShareGroupDescription,
     ShareGroupOffsets,
     ShareMember,
     SharePartitionOffset,
-    decode_api_versions,
     decode_describe_share_group_offsets,
     decode_list_groups,
     decode_share_group_describe,
-    encode_api_versions,
     encode_describe_share_group_offsets,
     encode_list_groups,
     encode_share_group_describe,
-    error_name,
 )
 
 TOPIC_ID = uuid.UUID("00112233445566778899aabbccddeeff")
