@@ -170,10 +170,10 @@ class DemoWorkload:
         try:
             self._committers[group_id].commit(offsets=offsets, asynchronous=False)
         except KafkaException as exc:
-            code = exc.args[0].code() if exc.args and isinstance(exc.args[0], KafkaError) else None
-            if code not in COORDINATOR_NOT_READY:
+            error: KafkaError = exc.args[0]
+            if error.code() not in COORDINATOR_NOT_READY:
                 raise
-            log.warning("demo: commit for group %s deferred to the next tick: %s", group_id, exc.args[0].str())
+            log.warning("demo: commit for group %s deferred to the next tick: %s", group_id, error.str())
 
     def close(self) -> None:
         self._producer.flush(10)

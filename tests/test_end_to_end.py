@@ -182,11 +182,6 @@ def _real_jmx_rate(tmp_path: Path) -> float:
     return float(rate or 0)
 
 
-def _variant(broker: RealKafkaBroker | None) -> str:
-    """Which broker this run of the stack test uses, for its artifacts."""
-    return "kafka" if broker else "tansu"
-
-
 @pytest.fixture(params=["tansu", "kafka"])
 def stack_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RealKafkaBroker | None]:
     """None: `lagwatch up` starts its embedded tansu; else a real broker of this test's own."""
@@ -231,7 +226,8 @@ def test_make_run_stack_judges_groups_alerts_and_shows_it(
             time.sleep(3)
         judged_s = time.monotonic() - started
         if status.get(SLOW, ("",))[0] != "WARN":
-            (artifacts_dir / f"e2e-{_variant(stack_broker)}-logs.txt").write_text(stack_logs(tmp_path, log, 20_000))
+            kept = artifacts_dir / f"e2e-{'kafka' if stack_broker else 'tansu'}-logs.txt"
+            kept.write_text(stack_logs(tmp_path, log, 20_000))
         assert status.get(SLOW, ("",))[0] == "WARN", f"{status}\n{stack_logs(tmp_path, log)}"
         assert status[SLOW][1].startswith("WARN"), status[SLOW]
         assert status.get(STOPPED, ("",))[0] == "STOP", status
