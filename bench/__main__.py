@@ -44,6 +44,7 @@ BENCHMARKS: dict[str, str] = {
 ON_REQUEST: dict[str, str] = {
     "soak": "bench.soak",
     "batch cost": "bench.bench_batch_cost",
+    "lean footprint": "bench.bench_footprint_lean",
 }
 
 

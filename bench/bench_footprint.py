@@ -17,6 +17,7 @@ import re
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from bench.common import Result, rss_pss_kb
@@ -62,9 +63,14 @@ def footprint(root: int) -> dict[str, tuple[float, float, int]]:
 
 
 def run() -> list[Result]:
+    return measure("lagwatch up (demo)", LocalStack)
+
+
+def measure(label: str, stack: Callable[[Path], LocalStack]) -> list[Result]:
+    """Start `stack` in a scratch folder, wait STEADY_S after up, and give its rows under `label`."""
     with (
         tempfile.TemporaryDirectory(prefix="lagwatch-bench-footprint-") as work,
-        LocalStack(Path(work)).running() as process,
+        stack(Path(work)).running() as process,
     ):
         time.sleep(STEADY_S)
         parts = footprint(process.pid)
@@ -73,17 +79,18 @@ def run() -> list[Result]:
     steady = f"{STEADY_S:.0f} s after up"
     results = [
         Result(
-            "lagwatch up (demo): RSS of every process",
+            f"{label}: RSS of every process",
             rss,
             "MB",
             BAR_MB,
             "max",
             f"{steady}; Burrow on the same workload: {BURROW_MB:.0f} MB with ZooKeeper",
         ),
-        Result("lagwatch up (demo): PSS of every process", pss, "MB", None, note="shared pages split"),
+        Result(f"{label}: PSS of every process", pss, "MB", None, note="shared pages split"),
     ]
     for name, (part_rss, part_pss, count) in sorted(parts.items(), key=lambda item: -item[1][0]):
-        results.append(Result(f"RSS {name}", part_rss, "MB", None, note=f"PSS {part_pss:.0f} MB, {count} process(es)"))
+        note = f"PSS {part_pss:.0f} MB, {count} process(es)"
+        results.append(Result(f"{label}: RSS {name}", part_rss, "MB", None, note=note))
     return results
 
 
