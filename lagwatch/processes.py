@@ -39,10 +39,17 @@ class Proc:
     start_ticks: int
 
 
-def spawn(command: list[str], env: dict[str, str], output: IO[bytes] | int) -> subprocess.Popen[bytes]:
-    """Start `command` in its own session; it gets SIGTERM if this process dies, even by SIGKILL."""
+def spawn(command: list[str], env: dict[str, str], output: IO[bytes] | int, nice: int = 0) -> subprocess.Popen[bytes]:
+    """Start `command` in its own session, `nice` steps below this process's CPU priority; it
+    gets SIGTERM if this process dies, even by SIGKILL."""
+
+    def prepare_child() -> None:
+        die_with_parent()
+        if nice:
+            os.nice(nice)
+
     return subprocess.Popen(
-        command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=die_with_parent
+        command, env=env, stdout=output, stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=prepare_child
     )
 
 

@@ -50,6 +50,10 @@ log = logging.getLogger(__name__)
 #: Seconds after Ctrl-C before what has not stopped is killed; with the broker's own stop this
 #: keeps the whole stack's stop under the 10 s an operator waits for (docs/operations.md).
 STOP_GRACE_S = 7.0
+#: CPU priority steps the dashboard runs below the rest: on a host with few cores, a page being
+#: drawn yields to the pipeline, so the data stays fresh and the page waits instead
+#: (docs/performance.md, "Soak"). The collectors, the job and the alerting API keep full priority.
+DASHBOARD_NICE = 10
 
 
 @dataclass
@@ -58,6 +62,8 @@ class Component:
     command: list[str]
     #: Returns True once the component is serving; None means "started is ready".
     ready: Callable[[], bool] | None = None
+    #: Steps below the supervisor's CPU priority (os.nice).
+    nice: int = 0
     process: subprocess.Popen[bytes] | None = None
 
 
@@ -102,6 +108,7 @@ def _components(config: Config, with_demo: bool) -> list[Component]:
             "dashboard",
             _lagwatch(config, "dashboard", "--no-alerts"),
             lambda: _http_ok(f"{dashboard_url}/_stcore/health"),
+            nice=DASHBOARD_NICE,
         ),
         _api_component(config),
     ]
@@ -145,7 +152,7 @@ def _api_health(api_url: str) -> tuple[bool, str]:
 
 def _start(component: Component, env: dict[str, str], logs: Path) -> None:
     with open(logs / f"{component.name.split()[0]}.log", "ab") as log_file:
-        component.process = processes.spawn(component.command, env, log_file)
+        component.process = processes.spawn(component.command, env, log_file, nice=component.nice)
 
 
 def _wait_ready(component: Component, stop: dict[str, bool], timeout_s: float = 180) -> bool:

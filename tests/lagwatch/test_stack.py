@@ -75,6 +75,17 @@ def _poll_readyz(url: str, want: int, within_s: float) -> tuple[float, dict]:
         time.sleep(1)
 
 
+def _priorities(local: LocalStack) -> dict[str, int]:
+    """Each component's nice value, read from /proc/<pid>/stat (field 19), minus the test's own."""
+    own = os.nice(0)
+    return {name: _nice_of(pid) - own for name, pid in local.pids().items()}
+
+
+def _nice_of(pid: int) -> int:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[16])
+
+
 @pytest.mark.slow
 def test_readyz_is_ready_on_the_demo_and_503_once_the_spark_job_stops_writing(tmp_path: Path) -> None:
     """Issue 27: /readyz said 503 minutes after `lagwatch up` while the dashboard showed fresh data.
@@ -87,6 +98,9 @@ def test_readyz_is_ready_on_the_demo_and_503_once_the_spark_job_stops_writing(tm
         local.wait_up()
         waited, body = _poll_readyz(local.api_url, 200, within_s=60)
         assert body["lake"]["age_s"] <= READY_MAX_AGE_S and body["error"] is None
+        priorities = _priorities(local)
+        assert priorities.pop("dashboard") == stack.DASHBOARD_NICE > 0, "a page yields to the pipeline"
+        assert set(priorities) >= {"collectors", "spark job", "api + alerts"} and set(priorities.values()) == {0}
         spark = local.pids()["spark job"]
         frozen = [processes.Proc(spark, 0, 0), *processes.descendants(spark)]
         for proc in frozen:
