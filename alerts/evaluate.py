@@ -48,8 +48,9 @@ from lagwatch.vocabulary import STATUS_ORDER, status_rank
 
 log = logging.getLogger(__name__)
 
-#: Live evaluations one DuckDB session serves before it is reopened (Evaluator.evaluate).
-SESSION_EVALUATIONS = 100
+#: Live evaluations one DuckDB session serves before it is reopened (Evaluator.evaluate): at the
+#: default 15 s, every 5 minutes (docs/performance.md, "Soak").
+SESSION_EVALUATIONS = 20
 
 
 def fingerprint(labels: dict[str, str]) -> str:
