@@ -8,12 +8,12 @@ a 512m driver heap ceiling. Everything else as shipped; same steady wait as benc
 
 from __future__ import annotations
 
-import os
 from functools import partial
 
 from bench.bench_footprint import measure
 from bench.common import Result
 from tests.fixtures.local_stack import LocalStack
+from tests.fixtures.spark_kafka import spark_kafka_jars
 
 
 def lean_settings(connector_jars: str) -> dict[str, str]:
@@ -27,7 +27,4 @@ def lean_settings(connector_jars: str) -> dict[str, str]:
 
 
 def run() -> list[Result]:
-    jars = os.environ.get("SPARK_KAFKA_JARS", "")
-    if not jars or not os.path.isdir(jars):
-        raise RuntimeError(f"SPARK_KAFKA_JARS={jars!r} is not the connector's folder of jars (make bench unpacks it)")
-    return measure("lean demo", partial(LocalStack, spark_settings=lean_settings(jars)))
+    return measure("lean demo", partial(LocalStack, spark_settings=lean_settings(str(spark_kafka_jars()))))

@@ -76,14 +76,9 @@ def _poll_readyz(url: str, want: int, within_s: float) -> tuple[float, dict]:
 
 
 def _priorities(local: LocalStack) -> dict[str, int]:
-    """Each component's nice value, read from /proc/<pid>/stat (field 19), minus the test's own."""
-    own = os.nice(0)
-    return {name: _nice_of(pid) - own for name, pid in local.pids().items()}
-
-
-def _nice_of(pid: int) -> int:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return int(stat[stat.rindex(")") + 2 :].split()[16])
+    """Each component's nice value, minus the test's own."""
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    return {name: os.getpriority(os.PRIO_PROCESS, pid) - own for name, pid in local.pids().items()}
 
 
 @pytest.mark.slow
