@@ -98,7 +98,7 @@ def test_cli_exits_2_with_a_message_and_no_traceback(tmp_path: Path, content: st
     path = tmp_path / "bad.toml"
     path.write_text(content)
     proc = subprocess.run(
-        [sys.executable, "-m", "lagwatch.cli", "--config", str(path), "collect", "--once"],
+        [sys.executable, "-m", "shell.cli", "--config", str(path), "collect", "--once"],
         capture_output=True,
         text=True,
         timeout=60,
@@ -132,3 +132,41 @@ def test_commit_log_mode_is_named_with_its_choices() -> None:
     assert parse_config({}, "x.toml", environ={}).collect.commit_log == "auto"
     with pytest.raises(ConfigError, match=r"collect\.commit_log.*'auto', 'on' or 'off'"):
         parse_config({"collect": {"commit_log": "yes"}}, "x.toml", environ={})
+
+
+# --- whether the shell runs the alert engine: [alerts] run, and the old [dashboard] run_alerts ---
+DEPRECATED = "[dashboard] run_alerts is deprecated; use [alerts] run"
+
+
+def test_alerts_run_is_on_by_default_and_read_from_the_alerts_section(caplog: pytest.LogCaptureFixture) -> None:
+    assert parse_config({}, "x.toml", environ={}).alerts.run is True
+    assert parse_config({"alerts": {"run": False}}, "x.toml", environ={}).alerts.run is False
+    assert DEPRECATED not in caplog.text
+
+
+def test_legacy_dashboard_run_alerts_sets_alerts_run_and_warns(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text("[dashboard]\nrun_alerts = false\n")
+    with caplog.at_level("WARNING", logger="lagwatch.config"):
+        config = load_config(path)
+    assert config.alerts.run is False
+    assert DEPRECATED in caplog.text
+    assert "run_alerts" not in config.dashboard.model_dump()
+
+
+def test_alerts_run_wins_over_legacy_dashboard_run_alerts(caplog: pytest.LogCaptureFixture) -> None:
+    data = {"dashboard": {"run_alerts": False}, "alerts": {"run": True}}
+    with caplog.at_level("WARNING", logger="lagwatch.config"):
+        assert parse_config(data, "x.toml", environ={}).alerts.run is True
+    assert DEPRECATED in caplog.text
+    assert data == {"dashboard": {"run_alerts": False}, "alerts": {"run": True}}, "the caller's mapping is left as is"
+
+
+def test_unknown_alerts_key_is_still_refused_beside_the_legacy_key() -> None:
+    with pytest.raises(ConfigError) as err:
+        parse_config({"dashboard": {"run_alerts": True}, "alerts": {"runn": False}}, "x.toml", environ={})
+    assert "alerts.runn: unknown key" in str(err.value)
+    with pytest.raises(ConfigError, match=r"alerts\.runs: unknown key"):
+        parse_config({"alerts": {"runs": False}}, "x.toml", environ={})

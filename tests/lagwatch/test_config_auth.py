@@ -1,4 +1,4 @@
-"""lagwatch/config.py, [dashboard] and [api] authentication: no open door off loopback, secrets from the environment."""
+"""lagwatch/config/ ([dashboard], [api]) authentication: no open door off loopback, secrets from the environment."""
 
 from __future__ import annotations
 
