@@ -18,7 +18,7 @@ Its report is judged by the rules (``rules.py``) with the cycle's membership as 
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from spark_jobs.lag import reasons
@@ -37,7 +37,13 @@ from spark_jobs.lag.time_lag import (
 
 @dataclass(frozen=True, slots=True)
 class PartitionReport:
-    """One lag_1m row's measured values for the newest observation of a partition."""
+    """One lag_1m row's measured values for the newest observation of a partition.
+
+    Every field but ``ts_ms`` is the lag_1m column of the same name (:data:`REPORT_COLUMNS`):
+    the step writes them by name, so a column measured per partition is a field here, set in
+    :meth:`PartitionTracker.report`, and its declaration in ``lagwatch.lake.TABLES``. New fields
+    go last, with a default, since reports are also built positionally.
+    """
 
     ts_ms: int
     committed_offset: int
@@ -64,6 +70,10 @@ class PartitionReport:
     retention_limit: str | None = None
     retention_reason: str = ""
 
+
+#: The PartitionReport fields that are lag_1m columns, in field order: all but ts_ms, which
+#: places the row in its window instead.
+REPORT_COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(PartitionReport) if f.name != "ts_ms")
 
 #: Halves of observations a partition keeps waiting for their partner (a few cycles' worth).
 MAX_WAITING_HALVES = 8

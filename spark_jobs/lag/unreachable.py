@@ -21,24 +21,29 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from lagwatch.lake import TimeLagMethod
+from lagwatch.lake import TimeLagMethod, written_columns
 from spark_jobs.lag import reasons
 from spark_jobs.lag.pairing import GroupTracks
 from spark_jobs.lag.rules import Outage, Thresholds, judge
 from spark_jobs.lag.tracker import PartitionTracker
 
 Row = dict[str, Any]
-#: lag_1m columns an unreachable cluster has no current value for.
-PARTITION_UNMEASURED: tuple[str, ...] = (
-    "committed_offset", "end_offset", "lag", "lag_max", "consume_rate", "produce_rate", "time_lag_s", "eta_s",
-    "rate_span_s", "retention_margin", "retention_margin_s", "retention_limit", "retention_reason", "owner_member_id",
-    "owner_client_id", "owner_host",
-    "owner_changes", "owner_pending",
+#: The lag_1m columns an ERR row has a value for: the partition and its window, the verdict, and
+#: the group's type (a property of the group, not a reading).
+PARTITION_KNOWN: tuple[str, ...] = (
+    "cluster", "window_start", "window_end", "group_id", "topic", "partition",
+    "time_lag_method", "status", "reason", "rule", "group_type",
 )  # fmt: skip
-#: group_status columns an unreachable cluster has no current value for.
-GROUP_UNMEASURED: tuple[str, ...] = (
-    "total_lag", "max_lag", "max_time_lag_s", "group_state", "members", "rebalances", "group_epoch",
+#: lag_1m columns an unreachable cluster has no current value for: every other one, so a column
+#: added to the lake contract (measured, or read from membership) is NULL in an ERR row unasked.
+PARTITION_UNMEASURED: tuple[str, ...] = tuple(c for c in written_columns("lag_1m") if c not in PARTITION_KNOWN)
+#: The group_status columns an ERR row has a value for, likewise.
+GROUP_KNOWN: tuple[str, ...] = (
+    "cluster", "group_id", "status", "reason", "rule", "max_time_lag_method", "partitions", "topics",
+    "group_type", "window_start", "updated_at",
 )  # fmt: skip
+#: group_status columns an unreachable cluster has no current value for: every other one.
+GROUP_UNMEASURED: tuple[str, ...] = tuple(c for c in written_columns("group_status") if c not in GROUP_KNOWN)
 
 
 def rows(

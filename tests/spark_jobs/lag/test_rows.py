@@ -13,7 +13,9 @@ import pytest
 from lagwatch import lake
 from lagwatch.config import LagConfig
 from spark_jobs import route
-from spark_jobs.lag import step
+from spark_jobs.lag import step, unreachable
+from spark_jobs.lag.rules import Outage, Thresholds
+from spark_jobs.lag.tracker import PartitionReport, PartitionTracker
 from tests.spark_jobs.conftest import parsed_sample
 
 T0 = 1_767_261_720_000
@@ -63,3 +65,46 @@ def test_a_column_declared_but_not_computed_fails_the_lag_step(monkeypatch):
     monkeypatch.setitem(lake.TABLES, "lag_1m", added)
     with pytest.raises(ValueError, match=re.escape("lake table 'lag_1m': a row lacks declared column 'new_figure'")):
         step.update_lag(lag_frame(), {}, {}, LagConfig(), 0)
+
+
+def test_a_lag_row_is_its_report_s_columns_by_name_plus_its_identity_and_owner():
+    """Every PartitionReport field that is a lag_1m column lands in the row under its name, and
+    every lag_1m column has a source: a report field or the row's identity and membership."""
+    columns = lake.written_columns("lag_1m")
+    fields = [field.name for field in dataclasses.fields(PartitionReport)]
+    assert set(fields) - set(columns) == {"ts_ms"}, "a report field no lag_1m column declares is never written"
+    values = {name: f"<{name}>" for name in fields} | {"ts_ms": T0 + 5_000}
+    row = step._partition_row(
+        ("c", "g"), ("t", 3), PartitionReport(**values), ("m-1", "client", "/10.0.0.1"), 2, "consumer", "c2 on h2"
+    )
+    assert sorted(row) == sorted(columns)
+    measured = [name for name in fields if name in columns]
+    assert {name: row[name] for name in measured} == {name: values[name] for name in measured}
+    assert {name: row[name] for name in columns if name not in measured} == {
+        "cluster": "c",
+        "window_start": T0,
+        "window_end": T0 + step.PERIOD_MS,
+        "group_id": "g",
+        "topic": "t",
+        "partition": 3,
+        "owner_member_id": "m-1",
+        "owner_client_id": "client",
+        "owner_host": "/10.0.0.1",
+        "owner_changes": 2,
+        "owner_pending": "c2 on h2",
+        "group_type": "consumer",
+    }
+
+
+def test_an_err_row_has_every_lag_1m_column_and_nulls_all_but_its_identity_and_verdict():
+    """PARTITION_UNMEASURED follows the lake contract: the ERR row of an unreachable cluster has
+    every declared column, NULL wherever it has no current value (every measured one among them)."""
+    thresholds = Thresholds.for_group(LagConfig(), "g")
+    track = PartitionTracker()
+    track.observe(T0, 100, 5, thresholds, step.PERIOD_MS)
+    outage = Outage("c", since_ms=T0 + 15_000, at_ms=T0 + 15_000)
+    row = unreachable._partition_row(("c", "g"), ("t", 0), track, outage, thresholds, (T0, step.PERIOD_MS), None)
+    assert sorted(row) == sorted(lake.written_columns("lag_1m"))
+    assert {name for name, value in row.items() if value is not None} <= set(unreachable.PARTITION_KNOWN)
+    assert (row["status"], row["rule"], row["time_lag_method"]) == ("ERR", "unreachable", "unknown")
+    assert {"lag", "committed_offset", "rate_span_s", "owner_member_id"} <= set(unreachable.PARTITION_UNMEASURED)
