@@ -16,7 +16,8 @@ export KAFKA_HOME_COMPAT ?= $(CURDIR)/.kafka/kafka-3.8.0-kraft-srcbuild
 # Spark's Kafka connector for `[spark] source = "kafka"` (its tests and the sources bench): the
 # user's folder of jars, or the bundled build for PySpark 4.3 unpacked into .spark-kafka/.
 export SPARK_KAFKA_JARS ?= $(CURDIR)/.spark-kafka/spark-sql-kafka-4.3.0-srcbuild/jars
-COMPAT_TESTS := $(wildcard tests/collectors/test_*.py) tests/collectors/jmx/test_real_broker.py \
+COMPAT_TESTS := $(filter-out tests/collectors/jmx/%,$(wildcard tests/collectors/test_*.py tests/collectors/*/test_*.py)) \
+	tests/collectors/jmx/test_real_broker.py \
 	tests/spark_jobs/test_commit_log_lake.py tests/spark_jobs/test_membership_status_lake.py \
 	tests/test_membership_end_to_end.py
 

@@ -1,7 +1,7 @@
 """The alert engine: evaluate → notification state → outbox → delivery, every `evaluate_every_s`.
 
 `lagwatch alerts` runs it; `lagwatch dashboard` starts that command as a child process
-(`[dashboard] run_alerts`) so alerts go out whether or not anyone has the page open, and
+(`[alerts] run`) so alerts go out whether or not anyone has the page open, and
 `start_in_background(config)` runs it on a thread of another process. `lagwatch alerts
 --once` evaluates, sends what is due and exits; it skips `group_wait` (a one-shot run cannot
 wait for more alerts to join a group) and sends without leader election (an explicit operator

@@ -49,7 +49,8 @@ from lagwatch.vocabulary import STATUS_ORDER, status_rank
 log = logging.getLogger(__name__)
 
 #: Live evaluations one DuckDB session serves before it is reopened (Evaluator.evaluate): at the
-#: default 15 s, every 5 minutes (docs/performance.md, "Soak").
+#: default 15 s, every 5 minutes, short enough that what a session holds on to between reopenings
+#: stays a small sawtooth in the engine's RSS rather than a climb (docs/performance.md, "Soak").
 SESSION_EVALUATIONS = 20
 
 

@@ -286,7 +286,8 @@ def _partition_series(row: dict[str, Any], retention: list[str]) -> int:
 
 
 def _write_partitions(out: _Lines, rows: list[dict[str, Any]], retention: list[str]) -> None:
-    """Every series of `rows`, a family at a time (list comprehensions: ≈ 40,000 rows per refresh)."""
+    """Every series of `rows`, a family at a time (list comprehensions: this runs over every partition
+    row of a big cluster's snapshot at each refresh; docs/performance.md, "API")."""
     esc = out.esc
     keys = [(esc(r["cluster"]), esc(r["group_id"]), esc(r["topic"]), r["partition"]) for r in rows]
     own = [f'cluster="{c}",group="{g}",topic="{t}",partition="{p}"' for c, g, t, p in keys]

@@ -30,14 +30,14 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.common import Result, cpu_seconds_self, peak_rss_mb_self
-from collectors.admin import AdminCollector
+from collectors.admin.collector import AdminCollector
 from collectors.base import SampleFactory, ScrapeResult
 from collectors.publisher import SamplePublisher
-from lagwatch.broker import EmbeddedBroker
+from harness.real_kafka import RealKafkaBroker, kafka_home
 from lagwatch.config import Config, parse_config
 from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.samples import Sample
-from tests.fixtures.real_kafka import RealKafkaBroker, kafka_home
+from shell.broker import EmbeddedBroker
 
 TOPICS = 50
 PARTITIONS = 20

@@ -90,7 +90,7 @@ def _day_sql(table: str, day_start: str) -> str:
     )
 
 
-def _with_all_columns(table: str, data: pa.Table) -> pa.Table:
+def with_all_columns(table: str, data: pa.Table) -> pa.Table:
     """Columns other parts add to the contract (beside the fixed ones) are NULL in bench rows."""
     import pyarrow as pa
 
@@ -115,7 +115,7 @@ def build_lake() -> float:
     for offset in range(DAYS, 0, -1):
         day = end - dt.timedelta(days=offset)
         for table in ("metrics_1m", "lag_1m", "group_status", "pipeline_progress"):
-            data = _with_all_columns(table, con.sql(_day_sql(table, day.isoformat())).to_arrow_table())
+            data = with_all_columns(table, con.sql(_day_sql(table, day.isoformat())).to_arrow_table())
             write_rows(lake, table, data, f"bench-{day:%Y%m%d}")
         _progress(f"generated {day:%Y-%m-%d}")
     now = end.timestamp() - 1

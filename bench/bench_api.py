@@ -30,8 +30,8 @@ import pyarrow as pa
 
 from bench.common import Result
 from lagwatch import lake as lakelib
-from lagwatch.broker import free_port
 from lagwatch.vocabulary import Source
+from shell.broker import free_port
 
 GROUPS = 2_000
 TOPICS = 100
@@ -115,7 +115,7 @@ def _start_api(folder: Path, lake: Path) -> tuple[subprocess.Popen[bytes], int]:
     )
     log = open(folder / "api.log", "wb")  # noqa: SIM115 - handed to the child
     process = subprocess.Popen(
-        [sys.executable, "-m", "lagwatch.cli", "--config", str(config), "api"], cwd=ROOT, stdout=log, stderr=log
+        [sys.executable, "-m", "shell.cli", "--config", str(config), "api"], cwd=ROOT, stdout=log, stderr=log
     )
     log.close()
     return process, port

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.bench_alerts import METRICS, _with_all_columns
+from bench.bench_alerts import METRICS, with_all_columns
 from bench.common import Result, cpu_seconds_self, peak_rss_mb_self
 from lagwatch.config import parse_config
 from lagwatch.lake import ensure_lake, write_rows
@@ -249,7 +249,7 @@ TABLES = ("lag_1m", "group_status", "metrics_1m", "pipeline_progress")
 
 
 def _write(lake: Path, table: str, data: pa.Table, stem: str, rows: dict[str, int]) -> None:
-    write_rows(lake, table, _with_all_columns(table, data), stem)
+    write_rows(lake, table, with_all_columns(table, data), stem)
     rows[table] += data.num_rows
 
 

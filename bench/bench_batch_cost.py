@@ -60,7 +60,7 @@ class TimedWriter:
         data = batch.toArrow()
         collected = time.perf_counter()
         for table, select in self.lake.tables.items():
-            self.lake._write(table, select(data), batch_id)
+            self.lake.write_table(table, select(data), batch_id)
         self.seconds.append((collected - started, time.perf_counter() - collected))
 
 

@@ -38,9 +38,9 @@ from collectors.base import ScrapeResult
 from collectors.coordinator import AllTargets
 from collectors.publisher import SamplePublisher
 from collectors.runner import CollectLoop, build_collectors
+from harness.real_kafka import RealKafkaBroker, kafka_home, second_kafka_home
 from lagwatch.config import Config, parse_config
 from lagwatch.gc_pause import cyclic_gc_paused
-from tests.fixtures.real_kafka import RealKafkaBroker, kafka_home, second_kafka_home
 
 TOPICS = 25
 GROUPS = 2_500

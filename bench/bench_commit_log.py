@@ -1,6 +1,6 @@
 """Commit-log source at scale: 5,000 groups × 20 partitions committing on a real Kafka broker.
 
-Setup (printed as it goes): a real Apache Kafka 3.8 broker (tests/fixtures/real_kafka.py,
+Setup (printed as it goes): a real Apache Kafka 3.8 broker (harness/real_kafka.py,
 KAFKA_HOME as for the tests); the admin bench's 50 topics × 20 partitions and 5,000 groups, each
 committing all 20 partitions of one topic, ``ROUNDS`` times (100,000 group-partitions,
 ``ROUNDS`` × 100,000 commit records in `__consumer_offsets`).
@@ -39,13 +39,13 @@ from bench.bench_admin import (
 )
 from bench.bench_admin import produce_records as produce_admin_records
 from bench.common import Result, cpu_seconds_self
-from collectors.admin import AdminCollector
-from collectors.admin_samples import NameFilter
+from collectors.admin.collector import AdminCollector
+from collectors.admin.samples import NameFilter
 from collectors.base import SampleFactory
-from collectors.commit_log import TOPIC, CommitLogReader, commit_samples
+from collectors.commit_log.reader import TOPIC, CommitLogReader, commit_samples
+from harness.real_kafka import RealKafkaBroker
 from lagwatch.config import Config, parse_config
 from lagwatch.vocabulary import Source
-from tests.fixtures.real_kafka import RealKafkaBroker
 
 ROUNDS = 3
 CPU_PER_COMMIT_BAR_US = 10.0

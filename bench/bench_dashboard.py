@@ -9,7 +9,7 @@ version, and the timed scope is anchored to the last generated minute so a cache
 measured exactly like a fresh one.
 
 Each page's figure is the p95 over repeated runs of the same query bundle the page calls
-(`dashboard.queries.PAGE_LOADERS`), each run opening and closing its own read-only connection.
+(`dashboard.queries.loaders.PAGE_LOADERS`), each run opening and closing its own read-only connection.
 The bar is judged for the range a page opens with (the last hour); 24 h and 7 d are stated:
 their time series scan every 1-minute window of the range (no hourly rollup table exists yet).
 """
@@ -356,17 +356,18 @@ def row_counts(lake_dir: Path) -> dict[str, int]:
 
 
 def run() -> list[Result]:
-    from dashboard import queries
+    from dashboard.queries import Lake, Scope
+    from dashboard.queries.loaders import PAGE_LOADERS
 
     logging.basicConfig(level=logging.INFO)
     lake_dir, views, end_minute = ensure_data()
-    lake = queries.Lake(lake_dir, views)
+    lake = Lake(lake_dir, views)
     end = dt.datetime.fromtimestamp(end_minute * 60, dt.UTC)
     rows = row_counts(lake_dir)
     results = []
     for hours, judged in ((1, True), (24, False), (24 * 7, False)):
-        scope = queries.Scope(CLUSTER, end - dt.timedelta(hours=hours), end)
-        for page, loader in queries.PAGE_LOADERS.items():
+        scope = Scope(CLUSTER, end - dt.timedelta(hours=hours), end)
+        for page, loader in PAGE_LOADERS.items():
             runs = RUNS if judged else STATED_RUNS
             p50, p95, cpu = _time_page(lambda loader=loader, scope=scope: loader(lake, scope), runs)
             results.append(

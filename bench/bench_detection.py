@@ -1,7 +1,7 @@
 """Detection: how soon the lag judgement notices what happens to a consumer group, end to end.
 
 Setup per collector interval (printed as it goes): a real Apache Kafka broker
-(tests/fixtures/real_kafka.py, KAFKA_HOME as for the tests: 4.3.1 by default); the pipeline as an
+(harness/real_kafka.py, KAFKA_HOME as for the tests: 4.3.1 by default); the pipeline as an
 operator runs it, each part its own `lagwatch` process on the shipped config.toml: `collect`
 (admin collector, no JMX targets; `collect.commit_log = "auto"` reads `__consumer_offsets`, so
 commits and membership changes come from the log as they happen), `stream` (the Spark job,
@@ -63,16 +63,16 @@ from pathlib import Path
 from typing import Any
 
 from bench.common import Result
-from lagwatch.broker import die_with_parent, free_port
-from lagwatch.cli import load_and_validate
+from harness.config_file import write_config
+from harness.processes import ROOT, start_lagwatch
+from harness.real_kafka import RealKafkaBroker
+from harness.webhook_receiver import WebhookReceiver
 from lagwatch.config import Config, duration_seconds
 from lagwatch.kafka import ensure_topic
 from lagwatch.lake import connect_readonly
 from lagwatch.vocabulary import STATUS_ORDER, STATUS_SEVERITY
-from tests.fixtures.config_file import write_config
-from tests.fixtures.processes import ROOT, start_lagwatch
-from tests.fixtures.real_kafka import RealKafkaBroker
-from tests.fixtures.webhook_receiver import WebhookReceiver
+from shell.broker import die_with_parent, free_port
+from shell.cli import load_and_validate
 
 #: Collector intervals to run: the shipped default (config.toml) and a short one.
 INTERVALS_S: tuple[float | None, ...] = (None, 5.0)

@@ -1,6 +1,6 @@
 """`lagwatch up` footprint: resident memory of every process of the demo stack at steady state.
 
-Starts the shipped config with the demo (tests/fixtures/local_stack.py: embedded broker, demo
+Starts the shipped config with the demo (harness/local_stack.py: embedded broker, demo
 workload, collectors, Spark job, dashboard, API with the alert engine), waits STEADY_S after
 "Lagwatch is up" (LAGWATCH_BENCH_FOOTPRINT_S, default 300; e.g. 60 for a quick look), then sums
 RSS and PSS from /proc/<pid>/smaps_rollup over the supervisor's process tree, per component.
@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bench.common import Result, rss_pss_kb
-from lagwatch.processes import descendants
-from tests.fixtures.local_stack import LocalStack
+from harness.local_stack import LocalStack
+from shell.processes import descendants
 
 STEADY_S = float(os.environ.get("LAGWATCH_BENCH_FOOTPRINT_S", "300"))
 BAR_MB = 1000.0

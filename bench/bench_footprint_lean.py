@@ -12,8 +12,8 @@ from functools import partial
 
 from bench.bench_footprint import measure
 from bench.common import Result
-from tests.fixtures.local_stack import LocalStack
-from tests.fixtures.spark_kafka import spark_kafka_jars
+from harness.local_stack import LocalStack
+from harness.spark_kafka import spark_kafka_jars
 
 
 def lean_settings(connector_jars: str) -> dict[str, str]:

@@ -1,7 +1,7 @@
 """JMX collector: CPU milliseconds per broker scrape per backend at 60, 600 and 2,000 MBean values,
 and of a real Kafka broker's own MBeans.
 
-Setup: the JMX test double (tests/fixtures/jmx/KafkaJmxDouble.java, a real JVM) with extra
+Setup: the JMX test double (harness/jmx/KafkaJmxDouble.java, a real JVM) with extra
 per-topic BrokerTopicMetrics MBeans so one scrape reads about N values (3 Meter Counts per extra
 topic plus the 15 other broker values); for the prometheus backend, exporter text with the same N
 mapped samples served by a separate `python -m http.server` process.
@@ -29,9 +29,9 @@ from collectors.jmx.jmxquery_backend import JmxqueryBackend
 from collectors.jmx.jpype_backend import JpypeBackend
 from collectors.jmx.mapping import MetricDef, metrics_for, object_name_problem
 from collectors.jmx.prometheus_backend import PrometheusBackend
-from lagwatch.broker import free_port
-from tests.fixtures.jmx_double import JmxDouble, compile_double
-from tests.fixtures.real_kafka import RealKafkaBroker
+from harness.jmx_double import JmxDouble, compile_double
+from harness.real_kafka import RealKafkaBroker
+from shell.broker import free_port
 
 SIZES = (60, 600, 2_000)
 BASE_VALUES = 15  # broker values of the double without per-topic MBeans
@@ -156,7 +156,7 @@ def bench_jmxquery_bisection(double: JmxDouble) -> list[Result]:
     backend = JmxqueryBackend(JmxEndpoint("127.0.0.1", double.port, TIMEOUT_S))
     bad = MetricDef("bad", "kafka.server:type=a,name=b,c", "Value", "broker")  # the jar rejects it
     before = cpu_with_children_s()
-    backend._read_batch([*definitions, bad], time.monotonic() + TIMEOUT_S, ReadResult())
+    backend.read_batch([*definitions, bad], time.monotonic() + TIMEOUT_S, ReadResult())
     bisect_ms = (cpu_with_children_s() - before) * 1000
     return [
         Result("jmxquery ObjectName validation per scrape", round(validation_us, 1), "µs", note="pure Python"),

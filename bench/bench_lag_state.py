@@ -2,7 +2,7 @@
 
 Why: the soak (500 groups × 10 partitions, ≈ 22,000 samples per 5 s collector cycle) missed its
 freshness bar although the Spark bench sustains ≈ 220,000 samples/s on large batches. This drives
-the very function Spark calls per state bucket (``rollups._rollup_bucket``) over the 16 buckets of
+the very function Spark calls per state bucket (``rollups.rollup_bucket``) over the 16 buckets of
 a real collector cycle, with a test double for Spark's GroupState (a blob in a dict, as the state
 store keeps it), and splits one warm batch's time into its stages by cProfile: unpack, windows' state
 decode/encode and update, lag state decode, lag step, lag state encode, output encode. The state blob sizes
@@ -169,7 +169,7 @@ def run_batch(cells: dict[int, bytes], states: dict[int, StateDouble], watermark
         state = states.setdefault(bucket, StateDouble())
         state.watermark_ms = watermark_ms
         frames: Iterator[pd.DataFrame] = iter([pd.DataFrame({"samples": [cell]})])
-        for _ in rollups._rollup_bucket((bucket,), frames, state, size_ms, 30_000, lag_config):
+        for _ in rollups.rollup_bucket((bucket,), frames, state, size_ms, 30_000, lag_config):
             pass
         written += len(state.get[0])
     return time.perf_counter() - started, written

@@ -20,7 +20,7 @@ from confluent_kafka import ConsumerGroupState, Node, TopicPartition
 from confluent_kafka.admin import ConsumerGroupDescription, MemberAssignment, MemberDescription
 
 from bench.common import Result
-from collectors.admin_samples import LagCounts, NameFilter, group_offset_samples, partition_owner_samples
+from collectors.admin.samples import LagCounts, NameFilter, group_offset_samples, partition_owner_samples
 from collectors.base import SampleFactory
 from lagwatch.config import LagConfig
 from lagwatch.samples import make_member_sample, make_sample

@@ -17,7 +17,7 @@
    adds `[spark.conf]` lines (TOML) to compare another, e.g. '"spark.driver.memory" = "2g"'.
 4. The same throughput run on a Spark standalone cluster on loopback (a Master and
    CLUSTER_WORKERS Workers of one core each, from PySpark's own spark-class:
-   tests/fixtures/spark_cluster.py) over the same preloaded topic, with a fresh checkpoint and
+   harness/spark_cluster.py) over the same preloaded topic, with a fresh checkpoint and
    lake: the executors read Kafka, decode and keep the state in JVMs and Python workers of
    their own, and the driver writes the lake. Its CPU adds the Workers' process trees (the
    executors and their Python workers) to the job's.
@@ -144,7 +144,7 @@ source = "{source}"
 
 def _connector_jars() -> Path:
     """Spark's Kafka connector for `source = "kafka"` (`make bench` unpacks it: SPARK_KAFKA_JARS)."""
-    from tests.fixtures.spark_kafka import spark_kafka_jars
+    from harness.spark_kafka import spark_kafka_jars
 
     return spark_kafka_jars()
 
@@ -216,7 +216,7 @@ def _tree(root: int) -> list[tuple[int, str, float, float]]:
 
 
 def _stream(config_path: Path, log: Path, available_now: bool) -> subprocess.Popen[bytes]:
-    command = [sys.executable, "-m", "lagwatch.cli", "--config", str(config_path), "stream"]
+    command = [sys.executable, "-m", "shell.cli", "--config", str(config_path), "stream"]
     if available_now:
         command.append("--available-now")
     with open(log, "ab") as out:
@@ -321,7 +321,7 @@ def throughput(
 
 def cluster_throughput(servers: str, directory: Path, broker_pid: int) -> Throughput:
     """The throughput run on a standalone cluster of CLUSTER_WORKERS one-core Workers."""
-    from tests.fixtures.spark_cluster import SparkStandaloneCluster
+    from harness.spark_cluster import SparkStandaloneCluster
 
     with SparkStandaloneCluster(directory / "cluster", workers=CLUSTER_WORKERS, cores=1) as cluster:
         roots = tuple(worker.process.pid for worker in cluster.workers)
@@ -381,7 +381,7 @@ def freshness(servers: str, directory: Path) -> tuple[float, str]:
 
 
 def run() -> list[Result]:
-    from lagwatch.broker import EmbeddedBroker
+    from shell.broker import EmbeddedBroker
 
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp, EmbeddedBroker() as broker:
         base = Path(tmp)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from bench.bench_spark import THROUGHPUT_TOPIC, JobWatch, Throughput, preload, throughput
 from bench.common import Result
-from tests.fixtures.real_kafka import RealKafkaBroker
+from harness.real_kafka import RealKafkaBroker
 
 SAMPLES = int(os.environ.get("LAGWATCH_BENCH_SPARK_SAMPLES", "8000000"))
 #: The order the sources run in (LAGWATCH_BENCH_SOURCES="kafka,python" turns it round, to see

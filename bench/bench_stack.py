@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from bench.common import Result
-from tests.fixtures.local_stack import LocalStack
+from harness.local_stack import LocalStack
 
 #: Bar: everything gone within 10 s of Ctrl-C.
 STOP_BAR_S = 10.0

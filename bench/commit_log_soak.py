@@ -23,10 +23,10 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-from collectors.admin_samples import NameFilter
-from collectors.commit_log import TOPIC, CommitLogReader
+from collectors.admin.samples import NameFilter
+from collectors.commit_log.reader import TOPIC, CommitLogReader
+from harness.real_kafka import RealKafkaBroker
 from lagwatch.kafka import ensure_topic
-from tests.fixtures.real_kafka import RealKafkaBroker
 
 ALL = NameFilter([".*"], [])
 TOPIC_NAME, PARTITIONS = "soak", 4

@@ -28,7 +28,6 @@ from lagwatch.kafka import (
     KafkaUnreachable,
     check_reachable,
     cluster_client_config,
-    cluster_for,
     ensure_samples_topic,
     transport_client_config,
 )
@@ -45,7 +44,7 @@ GRACE_S = 5.0
 def build_collectors(config: Config) -> list[Collector]:
     """One admin collector per monitored cluster (`admin@<name>`) plus one collector per JMX
     target of each cluster; every name is unique across clusters (coordination maps names)."""
-    from collectors.admin import AdminCollector
+    from collectors.admin.collector import AdminCollector
     from collectors.jmx.collector import build_jmx_collectors
 
     return [*(AdminCollector(config, cluster) for cluster in config.clusters), *build_jmx_collectors(config)]
@@ -270,12 +269,12 @@ def check_clusters(config: Config) -> list[str]:
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
-    with cluster_for(config) as config:
-        check_clusters(config)
-        transport = transport_client_config(config)
-        check_reachable(transport, timeout_s=config.collect.timeout_s + GRACE_S, cluster="transport")
-        ensure_samples_topic(config)
-        return _run_collect(config, once=bool(getattr(args, "once", False)))
+    """Entry point of `lagwatch collect [--once]`; the shell has already pointed `config` at a broker."""
+    check_clusters(config)
+    transport = transport_client_config(config)
+    check_reachable(transport, timeout_s=config.collect.timeout_s + GRACE_S, cluster="transport")
+    ensure_samples_topic(config)
+    return _run_collect(config, once=bool(getattr(args, "once", False)))
 
 
 def _run_collect(config: Config, once: bool) -> int:

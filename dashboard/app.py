@@ -3,6 +3,7 @@
 The pages live in `dashboard/views/`, not `pages/`: Streamlit treats a `pages/` folder next to
 the entry script as the old automatic multipage mode, which runs a page deep-linked by URL
 without this script (so without the sidebar), fighting `st.navigation`.
+The navigation is built from the page table, `dashboard.pages`.
 
 `lagwatch dashboard` runs `streamlit run dashboard/app.py` with $LAGWATCH_CONFIG set. The
 sidebar widgets write their choice to the URL's query parameters, which each page reads
@@ -23,23 +24,19 @@ _ROOT = str(Path(__file__).resolve().parent.parent)
 if _ROOT not in sys.path:
     sys.path.insert(0, _ROOT)
 
-from dashboard import access, queries, state, ui  # noqa: E402
+from dashboard import access, pages, state, ui  # noqa: E402
+from dashboard.queries import Lake  # noqa: E402
+from dashboard.queries import clusters as cluster_queries  # noqa: E402
 
-PAGES = [
-    st.Page("views/overview.py", title="Overview", icon=":material/monitor_heart:", default=True),
-    st.Page("views/clusters.py", title="All clusters", icon=":material/hub:"),
-    st.Page("views/brokers.py", title="Brokers", icon=":material/dns:"),
-    st.Page("views/topics.py", title="Topics", icon=":material/topic:"),
-    st.Page("views/groups.py", title="Consumer groups", icon=":material/groups:"),
-    st.Page("views/alerts.py", title="Alerts", icon=":material/notifications_active:"),
-    st.Page("views/sql.py", title="SQL", icon=":material/database_search:"),
-    st.Page("views/pipeline.py", title="Pipeline", icon=":material/conveyor_belt:"),
-]
+
+def navigation_pages() -> list[st.Page]:
+    """The page table (`dashboard.pages`) as Streamlit's page objects, in its order."""
+    return [st.Page(page.file, title=page.title, icon=page.icon, default=page.default) for page in pages.PAGES]
 
 
 @ui.guarded
-def _known_clusters(lake: queries.Lake) -> list[str]:
-    return [] if ui.lake_is_empty(lake) else queries.clusters(lake)
+def _known_clusters(lake: Lake) -> list[str]:
+    return [] if ui.lake_is_empty(lake) else cluster_queries.names(lake)
 
 
 def login_page() -> None:
@@ -65,7 +62,7 @@ def main() -> None:
     if login and not st.user.is_logged_in:
         login_page()
         return
-    navigation = st.navigation(PAGES)
+    navigation = st.navigation(navigation_pages())
     st.sidebar.title("Lagwatch")
     if login:
         identity(ui.access())

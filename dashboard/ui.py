@@ -21,7 +21,9 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import access as accesslib
-from dashboard import queries, state
+from dashboard import state
+from dashboard.queries import Lake, Scope
+from dashboard.queries import clusters as cluster_queries
 from lagwatch import lake as lakelib
 from lagwatch.config import Config, ConfigError, load_config
 from lagwatch.lake import TimeLagMethod
@@ -40,7 +42,7 @@ EMPTY_LAKE = (
 @dataclass(frozen=True)
 class AppContext:
     config: Config
-    lake: queries.Lake
+    lake: Lake
 
     @property
     def refresh_s(self) -> float:
@@ -51,7 +53,7 @@ class AppContext:
 def _load(env_path: str | None) -> AppContext:
     """Keyed by the config path so a process serving one config never mixes in another."""
     config = load_config()
-    lake = queries.Lake.from_config(config)
+    lake = Lake.from_config(config)
     # Rebuild the views file once per server: an older one may lack views or macros this
     # code reads. The swap is atomic, so open readers (and the pipeline) are unaffected.
     lakelib.write_views_file(lake.path, lake.duckdb_path)
@@ -98,12 +100,12 @@ def refused(granted: accesslib.Access, action: str) -> bool:
     return True
 
 
-def scope() -> queries.Scope:
+def scope() -> Scope:
     """The scope in the URL, recomputed on every (fragment) run so 'last hour' keeps moving."""
     ctx = context()
     _, start, end = state.range_from_params(state.utc_now())
     cluster = st.query_params.get("cluster") or ctx.config.cluster.name
-    return queries.Scope(cluster=str(cluster), start=start, end=end)
+    return Scope(cluster=str(cluster), start=start, end=end)
 
 
 def live(fn: Callable[[], None]) -> Callable[[], None]:
@@ -132,7 +134,7 @@ def guarded(fn: Callable[P, R]) -> Callable[P, R | None]:
     return wrapper
 
 
-def lake_page(body: Callable[[AppContext, queries.Scope], None], every_cluster: bool = False) -> None:
+def lake_page(body: Callable[[AppContext, Scope], None], every_cluster: bool = False) -> None:
     """Run a page that reads the lake, as a live fragment: its scope captioned first, and while
     the lake holds no data one sentence on how to fill it instead of a page of empty sections.
     ``every_cluster``: the page shows all clusters, not the picked one (the caption says so)."""
@@ -152,7 +154,7 @@ def lake_page(body: Callable[[AppContext, queries.Scope], None], every_cluster: 
 
 def cluster_names(ctx: AppContext, in_lake: list[str]) -> list[str]:
     """The picker's clusters: every configured one (config order), then any other the lake holds."""
-    return queries.configured_first([cluster.name for cluster in ctx.config.clusters], in_lake)
+    return cluster_queries.configured_first([cluster.name for cluster in ctx.config.clusters], in_lake)
 
 
 def no_jmx_targets_hint(ctx: AppContext, cluster: str, shows: str) -> str | None:
@@ -169,7 +171,7 @@ def no_jmx_targets_hint(ctx: AppContext, cluster: str, shows: str) -> str | None
     )
 
 
-def lake_is_empty(lake: queries.Lake) -> bool:
+def lake_is_empty(lake: Lake) -> bool:
     """No data file in any table (the per-table `_schema.parquet` placeholders do not count)."""
     return not any(path for path in lake.path.glob("*/date=*/*.parquet") if not path.name.startswith("_"))
 
@@ -429,7 +431,7 @@ def duration(seconds: float | None) -> str:
     return f"{secs}s"
 
 
-def caption_scope(scope: queries.Scope, every_cluster: bool = False) -> None:
+def caption_scope(scope: Scope, every_cluster: bool = False) -> None:
     zone = state.viewer_zone()
     who = "**All clusters**" if every_cluster else f"Cluster **{scope.cluster}**"
     st.caption(

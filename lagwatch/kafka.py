@@ -6,18 +6,20 @@ librdkafka) and the tansu workaround, so no part of the product hand-assembles c
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import re
 import time
-from collections.abc import Iterator
 from typing import Any
 
-from lagwatch.broker import TANSU_PRODUCER_SETTINGS, EmbeddedBroker
 from lagwatch.config import ClusterConfig, Config, ConfigError
 
 log = logging.getLogger(__name__)
+
+#: librdkafka settings for producers to tansu. tansu reports a wrong high watermark for
+#: multi-record batches (docs/architecture.md), so producers send one record per batch. Only
+#: the embedded path applies them (`use_embedded_broker`, the demo on tansu); producers to a
+#: configured cluster batch as usual.
+TANSU_PRODUCER_SETTINGS = {"batch.num.messages": "1"}
 
 #: Set by `lagwatch up` for its children: the bootstrap servers of the embedded tansu it runs.
 EMBEDDED_BOOTSTRAP_ENV = "LAGWATCH_EMBEDDED_BOOTSTRAP"
@@ -188,19 +190,3 @@ def use_embedded_broker(config: Config, bootstrap_servers: str) -> None:
     if not config.transport.bootstrap_servers:
         for key, value in TANSU_PRODUCER_SETTINGS.items():
             config.transport.producer.setdefault(key, value)
-
-
-@contextlib.contextmanager
-def cluster_for(config: Config) -> Iterator[Config]:
-    """Yield the config with a cluster to talk to: the configured one, or an embedded tansu."""
-    if not config.embedded_broker:
-        yield config
-        return
-    shared = os.environ.get(EMBEDDED_BOOTSTRAP_ENV)
-    if shared:
-        use_embedded_broker(config, shared)
-        yield config
-        return
-    with EmbeddedBroker() as broker:
-        use_embedded_broker(config, broker.bootstrap_servers)
-        yield config

@@ -1,9 +1,9 @@
 """The one vocabulary: every metric name a collector publishes, and the lag status names.
 
 Why one home: collectors, the mapping table, alert rules, dashboard queries and docs/metrics.md
-all name the same metrics and statuses. When each kept its own list they drifted (rules accepted
-names nothing emits, so a rule started cleanly and never fired). Each of them now reads this
-module, and tests/lagwatch/test_vocabulary.py checks it against what the collectors really emit.
+all name the same metrics and statuses. Lists kept apart drift (a rule accepts a name nothing
+emits, so it starts cleanly and never fires). So each of them reads this module, and
+tests/lagwatch/test_vocabulary.py checks it against what the collectors really emit.
 
 Adding a metric: one `Metric(...)` entry in :data:`METRICS`, then regenerate the table in
 docs/metrics.md with ``python -m lagwatch.vocabulary``.
@@ -41,7 +41,7 @@ GROUP_SIZE_METRIC = "group_partition_size_bytes"
 #: A share group's partition (KIP-932): its share-partition start offset and share lag. The lag
 #: judgement reads them as it reads a consumer group's committed offset and lag (docs/share-groups.md).
 SHARE_START_METRIC, SHARE_LAG_METRIC = "share_start_offset", "share_group_lag"
-#: Groups known to exist that the monitoring principal may not describe (collectors/group_visibility.py).
+#: Groups known to exist that the monitoring principal may not describe (collectors/admin/group_visibility.py).
 GROUPS_NOT_VISIBLE_METRIC = "consumer_groups_not_visible"
 #: A topic's retention settings as the broker applies them (DescribeConfigs): what decides when
 #: the records under a group's committed offset are deleted (spark_jobs/lag/retention.py).
@@ -108,7 +108,7 @@ METRICS: tuple[Metric, ...] = (
            "Consumer client: largest partition lag in its sample window"),
     Metric("records_consumed_rate", "gauge", "records/s", ("broker", "client_id"), JMX_SOURCES,
            "Consumer client: records consumed per second"),
-    # Admin API (collectors/admin_samples.py).
+    # Admin API (collectors/admin/samples.py).
     Metric("broker_count", "gauge", "brokers", (), (Source.ADMIN,),
            "Brokers in the cluster metadata"),
     Metric("controller_id", "gauge", "broker id", (), (Source.ADMIN,),

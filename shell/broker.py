@@ -7,6 +7,7 @@ restart loses it, which is fine for a demo and for tests, never for production.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import random
@@ -14,17 +15,15 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
-log = logging.getLogger(__name__)
+from lagwatch.config import Config
+from lagwatch.kafka import EMBEDDED_BOOTSTRAP_ENV, use_embedded_broker
 
-#: librdkafka settings for producers to tansu. tansu reports a wrong high watermark for
-#: multi-record batches (docs/architecture.md), so producers send one record per batch. Only
-#: the embedded path applies them (`lagwatch.kafka.use_embedded_broker`, the demo on tansu);
-#: producers to a configured cluster batch as usual.
-TANSU_PRODUCER_SETTINGS = {"batch.num.messages": "1"}
+log = logging.getLogger(__name__)
 
 
 def die_with_parent() -> None:
@@ -204,3 +203,19 @@ class EmbeddedBroker(BrokerProcess):
             time.sleep(0.05)
         self.stop()
         raise BrokerError(f"tansu did not answer on {self.bootstrap_servers} within {timeout_s:.0f} s")
+
+
+@contextlib.contextmanager
+def cluster_for(config: Config) -> Iterator[Config]:
+    """Yield the config with a cluster to talk to: the configured one, or an embedded tansu."""
+    if not config.embedded_broker:
+        yield config
+        return
+    shared = os.environ.get(EMBEDDED_BOOTSTRAP_ENV)
+    if shared:
+        use_embedded_broker(config, shared)
+        yield config
+        return
+    with EmbeddedBroker() as broker:
+        use_embedded_broker(config, broker.bootstrap_servers)
+        yield config

@@ -3,16 +3,14 @@
 Each sub-command loads and validates the whole config first, alert rules included (exit 2 on a
 bad config, with the file and key named), so a mistake is caught by whichever command runs
 first, not hours later by the one process that reads that key. Then it hands over to its part's
-`run(config, args) -> int`. Parts are imported lazily so `lagwatch sql` never pays for starting
-Spark: the alert engine and its rule check by plain imports inside a function, the others by a
-"module:function" string. `--config` and `--log-level` are accepted before or after the
+`run(config, args) -> int`. Parts are imported inside the runner of their command, so `lagwatch
+sql` never pays for starting Spark. `--config` and `--log-level` are accepted before or after the
 sub-command. Exit codes are the few in `lagwatch.exit_codes`, listed in the README.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
 import logging
 import os
 import signal
@@ -22,6 +20,8 @@ from collections.abc import Callable
 
 from lagwatch import __version__, exit_codes
 from lagwatch.config import Config, ConfigError, load_config
+from shell import dashboard, demo, stack
+from shell.broker import cluster_for
 
 log = logging.getLogger("lagwatch")
 
@@ -84,17 +84,38 @@ def _stop_server_if_dead(alive: Callable[[], bool], serving_done: threading.Even
             return
 
 
-#: sub-command -> the function implementing it, or "module:function" naming it.
-COMMANDS: dict[str, Runner | str] = {
-    "collect": "collectors.runner:run",
-    "stream": "spark_jobs.job:run",
-    "dashboard": "dashboard.server:run",
+def run_collect(config: Config, args: argparse.Namespace) -> int:
+    from collectors.runner import run
+
+    with cluster_for(config) as config:
+        return run(config, args)
+
+
+def run_stream(config: Config, args: argparse.Namespace) -> int:
+    from spark_jobs.job import run
+
+    with cluster_for(config) as config:
+        return run(config, args)
+
+
+def run_sql(config: Config, args: argparse.Namespace) -> int:
+    from lagwatch.sql import run
+
+    return run(config, args)
+
+
+#: sub-command -> the function implementing it. A part is imported when its command runs, so
+#: no command pays for another's libraries (Spark, DuckDB, Streamlit); the shell's own are light.
+COMMANDS: dict[str, Runner] = {
+    "collect": run_collect,
+    "stream": run_stream,
+    "dashboard": dashboard.run,
     "alerts": run_alerts,
-    "sql": "lagwatch.sql:run",
-    "demo": "lagwatch.demo:run",
-    "up": "lagwatch.stack:run_up",
-    "status": "lagwatch.stack:run_status",
-    "broker": "lagwatch.stack:run_broker",
+    "sql": run_sql,
+    "demo": demo.run,
+    "up": stack.run_up,
+    "status": stack.run_status,
+    "broker": stack.run_broker,
     "api": run_api,
 }
 
@@ -177,14 +198,6 @@ def load_and_validate(path: str | None) -> Config:
     return config
 
 
-def _runner(command: str) -> Runner:
-    target = COMMANDS[command]
-    if not isinstance(target, str):
-        return target
-    module_name, function_name = target.split(":")
-    return getattr(importlib.import_module(module_name), function_name)
-
-
 def setup_logging(level: str) -> None:
     logging.basicConfig(
         level=level,
@@ -221,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         config = load_and_validate(args.config)
-        return _documented(int(_runner(args.command)(config, args) or exit_codes.OK), args.command)
+        return _documented(int(COMMANDS[args.command](config, args) or exit_codes.OK), args.command)
     except ConfigError as exc:
         print(f"lagwatch: {exc}", file=sys.stderr)
         return exit_codes.BAD_INPUT

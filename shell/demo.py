@@ -25,10 +25,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from lagwatch.broker import TANSU_PRODUCER_SETTINGS
 from lagwatch.config import Config
-from lagwatch.kafka import check_reachable, cluster_client_config, cluster_for, ensure_topic
+from lagwatch.kafka import TANSU_PRODUCER_SETTINGS, check_reachable, cluster_client_config, ensure_topic
 from lagwatch.stop_signals import stop_on_signals
+from shell.broker import cluster_for
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from lagwatch.broker import die_with_parent
+from shell.broker import die_with_parent
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ which goes last), so the collectors flush and the Spark query stops between batc
 broker still serves. Whatever has not stopped after `STOP_GRACE_S` is killed with its whole
 process tree: a Spark job killed mid-batch is safe, since its Kafka offsets live in the checkpoint and a replayed
 batch rewrites the very same lake files. The children also die with the supervisor if it is
-killed outright (`lagwatch.processes`). What is running is written to `state/stack.json`,
+killed outright (`shell.processes`). What is running is written to `state/stack.json`,
 which `lagwatch status` reads (it also asks the API's /healthz and /readyz whether the lake
 is fresh).
 """
@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lagwatch import exit_codes, processes
-from lagwatch.broker import EmbeddedBroker
+from lagwatch import exit_codes
+from lagwatch.command_line import lagwatch_command
 from lagwatch.config import ClusterConfig, Config
 from lagwatch.kafka import (
     EMBEDDED_BOOTSTRAP_ENV,
@@ -41,9 +41,10 @@ from lagwatch.kafka import (
     KafkaUnreachable,
     check_reachable,
     cluster_client_config,
-    cluster_for,
 )
 from lagwatch.stop_signals import stop_on_signals
+from shell import processes
+from shell.broker import EmbeddedBroker, cluster_for
 
 log = logging.getLogger(__name__)
 
@@ -71,13 +72,6 @@ def _state_file(config: Config) -> Path:
     return config.resolve_path("state") / "stack.json"
 
 
-def _lagwatch(config: Config, *args: str) -> list[str]:
-    command = [sys.executable, "-m", "lagwatch.cli"]
-    if config.source_path:
-        command += ["--config", config.source_path]
-    return [*command, *args]
-
-
 def _http_ok(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=1) as response:
@@ -93,20 +87,20 @@ def _components(config: Config, with_demo: bool) -> list[Component]:
         parts.append(
             Component(
                 "demo",
-                _lagwatch(config, "demo"),
+                lagwatch_command(config, "demo"),
                 lambda: _http_ok(f"http://127.0.0.1:{config.demo.jmx_sim_port}/metrics"),
             )
         )
     parts += [
-        Component("collectors", _lagwatch(config, "collect")),
+        Component("collectors", lagwatch_command(config, "collect")),
         Component(
             "spark job",
-            _lagwatch(config, "stream"),
+            lagwatch_command(config, "stream"),
             lambda: any(config.resolve_path(config.lake.path).glob("pipeline_progress/date=2*/*.parquet")),
         ),
         Component(
             "dashboard",
-            _lagwatch(config, "dashboard", "--no-alerts"),
+            lagwatch_command(config, "dashboard", "--no-alerts"),
             lambda: _http_ok(f"{dashboard_url}/_stcore/health"),
             nice=DASHBOARD_NICE,
         ),
@@ -121,14 +115,16 @@ def _api_url(config: Config) -> str:
 
 
 def _api_component(config: Config) -> Component:
-    """The API, with the alert engine on a thread of its process (`[dashboard] run_alerts`): one
+    """The API, with the alert engine on a thread of its process (`[alerts] run`): one
     Python process reading the lake instead of two, and the dashboard needs no launcher
     (docs/performance.md, "Footprint"). An engine that stops ends the API, and `up` says so."""
-    if config.dashboard.run_alerts:
+    if config.alerts.run:
         return Component(
-            "api + alerts", _lagwatch(config, "api", "--with-alerts"), lambda: _http_ok(f"{_api_url(config)}/healthz")
+            "api + alerts",
+            lagwatch_command(config, "api", "--with-alerts"),
+            lambda: _http_ok(f"{_api_url(config)}/healthz"),
         )
-    return Component("api", _lagwatch(config, "api"), lambda: _http_ok(f"{_api_url(config)}/healthz"))
+    return Component("api", lagwatch_command(config, "api"), lambda: _http_ok(f"{_api_url(config)}/healthz"))
 
 
 def _api_health(api_url: str) -> tuple[bool, str]:

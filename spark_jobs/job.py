@@ -40,7 +40,7 @@ from typing import Any
 
 from lagwatch import lake as lakelib
 from lagwatch.config import Config
-from lagwatch.kafka import KafkaUnreachable, check_reachable, cluster_for, ensure_samples_topic, transport_client_config
+from lagwatch.kafka import KafkaUnreachable, check_reachable, ensure_samples_topic, transport_client_config
 from lagwatch.lake_maintenance import maintain_lake
 from lagwatch.stop_signals import stop_on_signals
 
@@ -92,16 +92,15 @@ class JobPaths:
 
 
 def run(config: Config, args: argparse.Namespace) -> int:
-    """Entry point of `lagwatch stream [--available-now]`."""
+    """Entry point of `lagwatch stream [--available-now]`; the shell has already pointed `config` at a broker."""
     available_now = bool(getattr(args, "available_now", False))
-    with cluster_for(config) as config:
-        settings = transport_client_config(config)
-        check_reachable(settings, timeout_s=config.spark.kafka_timeout_s)
-        ensure_samples_topic(config)
-        paths = JobPaths.of(config)
-        lakelib.write_views_file(paths.lake, paths.duckdb)
-        log.info("lake %s, views %s, checkpoints %s", paths.lake, paths.duckdb, paths.checkpoints)
-        return StreamJob(config, paths, available_now).run()
+    settings = transport_client_config(config)
+    check_reachable(settings, timeout_s=config.spark.kafka_timeout_s)
+    ensure_samples_topic(config)
+    paths = JobPaths.of(config)
+    lakelib.write_views_file(paths.lake, paths.duckdb)
+    log.info("lake %s, views %s, checkpoints %s", paths.lake, paths.duckdb, paths.checkpoints)
+    return StreamJob(config, paths, available_now).run()
 
 
 @dataclass

@@ -110,13 +110,13 @@ class KafkaRangePartition(InputPartition):
 
 #: Defaults for range reads (a user's own settings win).
 #: - fetch.queue.backoff.ms: how long librdkafka waits before it looks again at a full
-#:   prefetch queue. At 0 its fetcher thread spun on that check for as long as the reader was
-#:   busy decoding, which cost as much CPU as the reader itself (docs/performance.md). 10 ms is
+#:   prefetch queue. At 0 its fetcher thread spins on that check for as long as the reader is
+#:   busy decoding, burning CPU the reader needs (docs/performance.md, "Spark job"). 10 ms is
 #:   a sliver of the time a reader takes for 20,000 records.
 #: - queued.min.messages, max.partition.fetch.bytes: a shallow prefetch. A read stops at its
 #:   range's end, but librdkafka keeps fetching ahead and decompresses and parses all it
-#:   fetched; with a queue of a million and 50 MB fetches, each range of a capped batch paid
-#:   for records far past its end.
+#:   fetched; with a deep queue and large fetches, each range of a capped batch would pay for
+#:   records far past its end.
 _CONSUMER_DEFAULTS = {
     "group.id": "lagwatch-spark-source",
     "log_level": "3",

@@ -60,7 +60,7 @@ class LakeWriter:
         # The tables are written side by side: Parquet encoding releases the GIL, and the
         # executors sit idle until this function returns.
         with ThreadPoolExecutor(max_workers=max(1, min(len(parts), os.cpu_count() or 1))) as pool:
-            counts = pool.map(lambda item: self._write(item[0], item[1], batch_id), parts.items())
+            counts = pool.map(lambda item: self.write_table(item[0], item[1], batch_id), parts.items())
             written = dict(zip(parts, counts, strict=True))
         log.debug(
             "%s batch %d: wrote %s in %.2f s",
@@ -70,7 +70,8 @@ class LakeWriter:
             time.monotonic() - started,
         )
 
-    def _write(self, table: str, data: Any, batch_id: int) -> int:
+    def write_table(self, table: str, data: Any, batch_id: int) -> int:
+        """One table's rows of a batch (the Arrow selection of `tables[table]`); returns the row count."""
         if data.num_rows:
             write_batch(self.lake, table, data, batch_id, self.query)
         return int(data.num_rows)

@@ -102,7 +102,7 @@ def rollups(
     watermarked = routed.withWatermark("event_time", f"{int(watermark_s * 1000)} milliseconds")
     return watermarked.groupBy("bucket").applyInPandasWithState(
         partial(
-            _rollup_bucket,
+            rollup_bucket,
             size_ms=size_ms,
             delay_ms=int(watermark_s * 1000),
             lag_config=lag_config,
@@ -123,7 +123,7 @@ def _dead_letter_rows(texts: np.ndarray) -> windows.Columns:
     }
 
 
-def _rollup_bucket(
+def rollup_bucket(
     key: tuple,
     batches: Iterator[pd.DataFrame],
     state: Any,

@@ -2,8 +2,8 @@
 
 Why these defaults: `spark.sql.shuffle.partitions` is frozen into the checkpoint at the first
 start, and Spark's default of 200 makes small batches far slower on a few cores
-(docs/performance.md), so it defaults to the master's core count; the UI is off unless
-configured (a port nobody asked for); the session zone is UTC so timestamps are never
+(docs/performance.md, "Spark job"), so it defaults to the master's core count; the UI is off
+unless configured (a port nobody asked for); the session zone is UTC so timestamps are never
 shifted; Arrow is on because the lake writer converts every batch to Arrow.
 
 On a cluster master (anything but `local…`) the executors run in JVMs of their own, on other
@@ -66,18 +66,19 @@ def session_settings(config: Config) -> dict[str, str]:
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
         # Rows per Arrow batch sent to a Python worker. Samples travel packed (packed.py), so this
-        # now matters where raw records meet the decoder after Spark's native Kafka source: one
-        # packed cell per 50,000 records (the default 10,000 was slower, docs/performance.md).
+        # matters only where raw records meet the decoder after Spark's native Kafka source: one
+        # packed cell per 50,000 records, since Spark's default of 10,000 is slower there
+        # (docs/performance.md, "Spark job").
         "spark.sql.execution.arrow.maxRecordsPerBatch": "50000",
         # Python workers connect back within this time; Spark's default is too short on a loaded host
-        # (docs/performance.md).
+        # (docs/performance.md, "Spark session settings").
         "spark.python.authenticate.socketTimeout": "120s",
         # The JVM only moves packed cells and keeps offsets and state here; Python does the work.
-        # HotSpot's optimising compiler (C2) still compiled all run long, so the quick compiler
-        # alone is cheaper here (docs/performance.md).
+        # HotSpot's optimising compiler (C2) keeps compiling all run long anyway, so the quick
+        # compiler alone is cheaper here (docs/performance.md, "Spark job").
         # Spark reads these when it starts the JVM: `lagwatch stream` does, spark-submit does not
         # (pass --driver-java-options there).
-        # Footprint (docs/performance.md): only the driver's JVM is sized here; executors on a
+        # Only the driver's JVM is sized here (docs/performance.md, "Footprint"); executors on a
         # cluster keep their operator's sizing.
         "spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS,
         "spark.executor.extraJavaOptions": JAVA_OPTIONS,

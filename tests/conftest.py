@@ -6,12 +6,12 @@
   for the tests of what `make run` uses.
 - ``secure_broker``: one real Kafka broker on SASL_SSL + SCRAM-SHA-512 with the
   StandardAuthorizer and monitoring users holding the documented ACLs
-  (``tests/fixtures/secure_kafka.py``), started only by the tests that use it.
+  (``harness/secure_kafka.py``), started only by the tests that use it.
 - ``spark``: one local[2] SparkSession for the session (cold start ≈ 8 s, paid once).
 - ``make_config``: a validated Config pointing at the broker and a per-test lake and state.
 - ``two_clusters``: the session broker ("home") and a second real cluster, for `[[clusters]]`
-  (``tests/fixtures/two_clusters.py``).
-- JMX test double, webhook receiver and Alertmanager live in ``tests/fixtures/`` and are
+  (``harness/two_clusters.py``).
+- JMX test double, webhook receiver and Alertmanager live in ``harness/`` and are
   registered below as plugins.
 """
 
@@ -25,20 +25,20 @@ from typing import Any
 
 import pytest
 
-from lagwatch.broker import EmbeddedBroker
+from harness.real_kafka import KafkaHomeMissing, RealKafkaBroker, kafka_home, kafka_version
 from lagwatch.config import Config, parse_config
-from tests.fixtures.real_kafka import KafkaHomeMissing, RealKafkaBroker, kafka_home, kafka_version
+from shell.broker import EmbeddedBroker
 
 pytest_plugins = [
-    "tests.fixtures.jmx_double",
-    "tests.fixtures.webhook_receiver",
-    "tests.fixtures.kafka_workload",
-    "tests.fixtures.alertmanager",
-    "tests.fixtures.exporter",
-    "tests.fixtures.spark_cluster",
-    "tests.fixtures.secure_kafka",
-    "tests.fixtures.oidc_provider",
-    "tests.fixtures.two_clusters",
+    "harness.jmx_double",
+    "harness.webhook_receiver",
+    "harness.kafka_workload",
+    "harness.alertmanager",
+    "harness.exporter",
+    "harness.spark_cluster",
+    "harness.secure_kafka",
+    "harness.oidc_provider",
+    "harness.two_clusters",
 ]
 
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"

@@ -27,11 +27,11 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from lagwatch.broker import free_port
+from harness.local_stack import stack_logs
+from harness.real_kafka import RealKafkaBroker
+from harness.webhook_receiver import WebhookReceiver
 from lagwatch.lake import connect_readonly
-from tests.fixtures.local_stack import stack_logs
-from tests.fixtures.real_kafka import RealKafkaBroker
-from tests.fixtures.webhook_receiver import WebhookReceiver
+from shell.broker import free_port
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 UP_TIMEOUT_S = 300
@@ -201,7 +201,7 @@ def test_make_run_stack_judges_groups_alerts_and_shows_it(
     log = tmp_path / "up.log"
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "lagwatch.cli", "--config", str(config), "up"],
+            [sys.executable, "-m", "shell.cli", "--config", str(config), "up"],
             cwd=tmp_path,
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
             stdout=out,

@@ -22,17 +22,17 @@ from typing import Any
 import pytest
 
 from alerts.receivers import INCIDENT_HEADER, SEQUENCE_HEADER
+from harness import lake_rows
+from harness.config_file import write_config
+from harness.exporter import Exporter
+from harness.polling import wait_until
+from harness.processes import start_lagwatch
+from harness.real_kafka import RealKafkaBroker
+from harness.samples_topic import read_messages, read_samples
+from harness.webhook_receiver import WebhookReceiver
 from lagwatch.kafka import ensure_topic
 from lagwatch.lake import connect_readonly
 from tests.alerts.support import outbox_rows
-from tests.fixtures import lake_rows
-from tests.fixtures.config_file import write_config
-from tests.fixtures.exporter import Exporter
-from tests.fixtures.polling import wait_until
-from tests.fixtures.processes import start_lagwatch
-from tests.fixtures.real_kafka import RealKafkaBroker
-from tests.fixtures.samples_topic import read_messages, read_samples
-from tests.fixtures.webhook_receiver import WebhookReceiver
 from tests.spark_jobs.samples_io import produce_values
 
 PAUSE_S = 60

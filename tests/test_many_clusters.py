@@ -22,15 +22,15 @@ from typing import Any
 
 import pytest
 
+from harness.kafka_workload import KafkaWorkload
+from harness.polling import wait_until
+from harness.processes import run_lagwatch, start_lagwatch
+from harness.real_kafka import RealKafkaBroker, second_kafka_home
+from harness.samples_topic import read_samples
+from harness.two_clusters import Cluster, many_clusters_config
 from lagwatch import lake as lakelib
-from lagwatch.broker import free_port
+from shell.broker import free_port
 from tests.api.conftest import RunningApi, lag_row, stop_process, wait_answering, write_lake
-from tests.fixtures.kafka_workload import KafkaWorkload
-from tests.fixtures.polling import wait_until
-from tests.fixtures.processes import run_lagwatch, start_lagwatch
-from tests.fixtures.real_kafka import RealKafkaBroker, second_kafka_home
-from tests.fixtures.samples_topic import read_samples
-from tests.fixtures.two_clusters import Cluster, many_clusters_config
 
 pytestmark = pytest.mark.slow
 

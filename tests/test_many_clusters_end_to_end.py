@@ -22,14 +22,14 @@ from typing import Any
 
 import pytest
 
-from lagwatch.broker import free_port
+from harness.processes import run_lagwatch, start_lagwatch
+from harness.two_clusters import Cluster, many_clusters_config
 from lagwatch.config import load_config
+from shell.broker import free_port
 from spark_jobs import job
 from tests.api.conftest import RunningApi, wait_answering
 from tests.dashboard.conftest import KnownLake
 from tests.dashboard.test_browser import CHROMIUM, CHROMIUM_ARGS, RENDER_TIMEOUT_MS, serving_dashboard
-from tests.fixtures.processes import run_lagwatch, start_lagwatch
-from tests.fixtures.two_clusters import Cluster, many_clusters_config
 from tests.spark_jobs.lake_workload import lake_rows
 from tests.test_many_clusters import WORKLOADS, lagging_group
 

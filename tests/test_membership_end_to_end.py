@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from collectors.admin import AdminCollector
+from collectors.admin.collector import AdminCollector
 from collectors.base import SampleFactory
+from harness.kafka_workload import KafkaWorkload
 from lagwatch.config import Config
 from lagwatch.kafka import ensure_topic
 from lagwatch.samples import Sample
 from spark_jobs import job
 from tests.collectors.group_members import GroupMember, wait_for
-from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.spark_jobs.lake_workload import lake_rows
 from tests.spark_jobs.samples_io import produce_samples
 

@@ -40,10 +40,10 @@ from bench.soak.sampler import (
     tree_figures,
 )
 from bench.soak.stack import COLLECT_INTERVAL_S, SoakStack
-from lagwatch.broker import die_with_parent
+from harness.real_kafka import RealKafkaBroker
 from lagwatch.config import Config, load_config
-from lagwatch.demo import GROUPS as DEMO_GROUPS
-from tests.fixtures.real_kafka import RealKafkaBroker
+from shell.broker import die_with_parent
+from shell.demo import GROUPS as DEMO_GROUPS
 
 MINUTES_ENV = "LAGWATCH_SOAK_MINUTES"
 DEFAULT_MINUTES = 60.0

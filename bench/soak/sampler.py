@@ -30,7 +30,7 @@ from typing import Any
 from bench.common import rss_pss_kb
 from lagwatch import lake as lakelib
 from lagwatch.lake_maintenance import COMPACTED_PREFIX, TOMBSTONES_FILE
-from lagwatch.processes import descendants
+from shell.processes import descendants
 
 METRICS_GETS = 3
 

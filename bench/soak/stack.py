@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from lagwatch.broker import free_port
-from tests.fixtures.local_stack import LocalStack
+from harness.local_stack import LocalStack
+from shell.broker import free_port
 
 COLLECT_INTERVAL_S = 5.0
 

@@ -2,15 +2,15 @@
 
 Per cycle, within `collect.timeout_s`: cluster metadata; log-end and log-start offsets of
 every allowed partition (batched ListOffsets latest and earliest); the retention settings of
-topics new to the collector or due for a refresh (:mod:`collectors.topic_configs`); the size
-of each partition of a size-limited topic (:mod:`collectors.log_dirs`); the group list; committed
+topics new to the collector or due for a refresh (:mod:`collectors.admin.topic_configs`); the size
+of each partition of a size-limited topic (:mod:`collectors.log_dirs.reader`); the group list; committed
 offsets of every allowed group; consumer lag from the end and
 committed offsets of this very cycle; and, if `collect.describe_groups`, each group's state,
 member count and the member that owns each partition. The rules that turn readings into
-samples are in :mod:`collectors.admin_samples`; the concurrent request machinery in
-:mod:`collectors.admin_requests`.
+samples are in :mod:`collectors.admin.samples`; the concurrent request machinery in
+:mod:`collectors.admin.requests`.
 
-Committed offsets come from the commit log (:mod:`collectors.commit_log`, every commit read
+Committed offsets come from the commit log (:mod:`collectors.commit_log.reader`, every commit read
 from `__consumer_offsets`) when `collect.commit_log` allows it and the cluster lets us read the
 topic: then the cycle sends no OffsetFetch at all and also publishes each commit read since the
 last cycle. Otherwise (no such topic, as on tansu; an ACL; the log still loading) they come
@@ -36,7 +36,8 @@ from typing import Any
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, ListConsumerGroupsResult, OffsetSpec
 
-from collectors.admin_requests import (
+from collectors.admin.group_visibility import HiddenGroups, literal_names, refused
+from collectors.admin.requests import (
     KeyedReads,
     committed_groups,
     describe_groups,
@@ -45,7 +46,7 @@ from collectors.admin_requests import (
     read_log_offsets,
     request_timeout,
 )
-from collectors.admin_samples import (
+from collectors.admin.samples import (
     SOURCE,
     LagCounts,
     NameFilter,
@@ -60,21 +61,20 @@ from collectors.admin_samples import (
     partition_owner_samples,
     partition_pending_samples,
 )
+from collectors.admin.topic_configs import TopicConfigReader, retention_samples
 from collectors.base import SampleFactory, ScrapeResult
-from collectors.commit_log import TOPIC as COMMIT_LOG_TOPIC
-from collectors.commit_log import (
+from collectors.commit_log.reader import TOPIC as COMMIT_LOG_TOPIC
+from collectors.commit_log.reader import (
     CommitLogReader,
     commit_samples,
     in_use_sample,
     membership_samples,
     skipped_samples,
 )
-from collectors.commit_log_topics import TopicIdNamer
-from collectors.group_visibility import HiddenGroups, literal_names, refused
-from collectors.log_dirs import LogDirReader
-from collectors.share_group_samples import share_group_samples
-from collectors.share_groups import ShareGroupReader
-from collectors.topic_configs import TopicConfigReader, retention_samples
+from collectors.commit_log.topics import TopicIdNamer
+from collectors.log_dirs.reader import LogDirReader
+from collectors.share_groups.reader import ShareGroupReader
+from collectors.share_groups.samples import share_group_samples
 from lagwatch.config import ClusterConfig, Config
 from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.kafka import cluster_client_config
@@ -422,7 +422,7 @@ class AdminCollector:
     ) -> None:
         """Groups known from the commit log or named in groups_allow but not listed: ListGroups leaves
         out the groups the principal may not describe (without Describe on the cluster). Describing them
-        tells hidden from absent (collectors/group_visibility.py)."""
+        tells hidden from absent (collectors/admin/group_visibility.py)."""
         known = self._named_groups | (reader.group_ids() if reader is not None else set())
         unlisted = sorted(known - listings.keys() - cycle.hidden)
         if not unlisted:

@@ -20,7 +20,7 @@ their own:
   in that cycle, labelled with the group, so the lag judgement (kept per group) can tell a
   committed offset retention has already passed (records deleted unread) and how close it is.
   `group_partition_size_bytes` likewise carries the partition's size on disk (topics with a
-  size limit only, :mod:`collectors.log_dirs`) to the retention margin's size limit.
+  size limit only, :mod:`collectors.log_dirs.reader`) to the retention margin's size limit.
 - `consumer_group_state` codes: see :data:`GROUP_STATE_CODES`. confluent-kafka names only the
   classic states and gives UNKNOWN for a consumer (KIP-848) group that is Assigning or
   Reconciling; the description still carries the group's type and each member's assignment

@@ -6,12 +6,12 @@ its newest record is older) and `retention.bytes` (per partition, the oldest seg
 beyond it), each either set on the topic or the broker's default: DescribeConfigs answers the
 value in force. The lag step turns them into the retention margin (spark_jobs/lag/retention.py).
 
-Why not every cycle: one read of 1,000 topics cost 0.16 s of collector CPU and 0.3-0.9 s of
-wall time on the real broker (docs/performance.md), and the settings rarely change. A topic is
-read in the first cycle that lists it, then again every `collect.topic_config_refresh_s`; its
-samples are published when read, and the lag step keeps the newest. A topic whose read fails
-(an ACL without DescribeConfigs on it) is a per-metric error of the cycle, tried again at the
-next refresh, not every cycle.
+Why not every cycle: reading every topic's settings costs collector CPU and a sizeable share of
+a cycle's wall time on a real broker (docs/performance.md, "Admin collector", topic retention
+settings), and the settings rarely change. A topic is read in the first cycle that lists it,
+then again every `collect.topic_config_refresh_s`; its samples are published when read, and the
+lag step keeps the newest. A topic whose read fails (an ACL without DescribeConfigs on it) is a
+per-metric error of the cycle, tried again at the next refresh, not every cycle.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import Any
 
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from collectors.admin_requests import KeyedReads, read_in_batches, request_timeout
+from collectors.admin.requests import KeyedReads, read_in_batches, request_timeout
 from collectors.base import SampleFactory
 from lagwatch.samples import Sample
 from lagwatch.vocabulary import (
@@ -73,7 +73,7 @@ class TopicConfigReader:
         self._refresh_s = refresh_s
         #: topic → monotonic time of its last read (answered or failed)
         self._read_at: dict[str, float] = {}
-        #: Topics whose newest answer has a size limit that deletes (for collectors/log_dirs.py).
+        #: Topics whose newest answer has a size limit that deletes (for collectors/log_dirs/reader.py).
         self._size_limited: set[str] = set()
 
     def size_limited(self, topics: Iterable[str]) -> list[str]:

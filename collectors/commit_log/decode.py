@@ -13,7 +13,7 @@ The group coordinator writes two kinds of record there, told apart by the key's 
 A record without a value is a tombstone: the offset was deleted (expired, or the group was
 deleted) or, for a group key, the group itself was deleted. Key versions 3 and up are the
 records of the group types Kafka 4 added (KIP-848 consumer groups, share groups, streams
-groups); they are reported as :data:`OTHER` here and decoded by :mod:`collectors.commit_log_records`.
+groups); they are reported as :data:`OTHER` here and decoded by :mod:`collectors.commit_log.records`.
 
 The offset-commit path is the hot one (every commit of every group in the cluster passes
 here), so it unpacks fixed-width fields with precompiled ``struct`` formats instead of a

@@ -28,8 +28,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from collectors.commit_log_decode import GroupMetadata
-from collectors.commit_log_records import (
+from collectors.commit_log.decode import GroupMetadata
+from collectors.commit_log.records import (
     CONSUMER_CURRENT_ASSIGNMENT,
     CONSUMER_GROUP_METADATA,
     CONSUMER_MEMBER_METADATA,

@@ -28,7 +28,7 @@ How it reads (one consumer thread per collector process, beside the admin collec
   converted between the classic and consumer protocols keeps its offsets.
 - Group metadata records give each group's protocol, generation and members (client id,
   host, assigned partitions), kept in :meth:`CommitLogReader.groups`.
-- Membership (:mod:`collectors.commit_log_groups`): classic GroupMetadata and Kafka 4's
+- Membership (:mod:`collectors.commit_log.groups`): classic GroupMetadata and Kafka 4's
   consumer-group records are folded into each group's state, members and owners (and a consumer
   group's epoch, member epochs and partitions assigned but not yet reconciled); after each
   batch every group whose membership changed is queued once (:meth:`CommitLogReader.drain_changes`),
@@ -54,7 +54,7 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from collectors.base import SampleFactory
-from collectors.commit_log_decode import (
+from collectors.commit_log.decode import (
     GROUP_METADATA,
     OFFSET_COMMIT,
     CommitLogDecodeError,
@@ -63,8 +63,8 @@ from collectors.commit_log_decode import (
     decode_group_metadata,
     decode_key,
 )
-from collectors.commit_log_groups import GroupBook, GroupChange, Owner
-from collectors.commit_log_records import DECODED, SKIPPED, decode_group_key, record_type_name, value_version
+from collectors.commit_log.groups import GroupBook, GroupChange, Owner
+from collectors.commit_log.records import DECODED, SKIPPED, decode_group_key, record_type_name, value_version
 from lagwatch.membership import (
     GROUP_EPOCH_METRIC,
     GROUP_MEMBERS_METRIC,

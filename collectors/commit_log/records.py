@@ -1,7 +1,7 @@
 """Decode the group records Kafka 4 writes to `__consumer_offsets` (pure functions, no I/O).
 
 Since KIP-848 the key's leading int16 is the record type (the schema's ``apiKey``), not a key
-version: 0–1 offset commits and 2 classic group metadata (:mod:`collectors.commit_log_decode`),
+version: 0–1 offset commits and 2 classic group metadata (:mod:`collectors.commit_log.decode`),
 and from 3 up one record per fact of a consumer, share or streams group. Every key of type 3
 and up is ``GroupId`` and, for per-member records, ``MemberId`` (non-flexible strings). Values
 start with their own int16 version (0 for every type Kafka 4.3 writes) and are flexible
@@ -9,7 +9,7 @@ start with their own int16 version (0 for every type Kafka 4.3 writes) and are f
 group-coordinator/src/main/resources/common/message/*Key.json and *Value.json.
 
 Decoded, because together they tell a consumer group's membership as it changes
-(:mod:`collectors.commit_log_groups`): the group epoch (ConsumerGroupMetadata), each member's
+(:mod:`collectors.commit_log.groups`): the group epoch (ConsumerGroupMetadata), each member's
 client id and host (ConsumerGroupMemberMetadata), the target assignment's epoch
 (ConsumerGroupTargetAssignmentMetadata), each member's target assignment
 (ConsumerGroupTargetAssignmentMember: what it will own once reconciled) and each member's current
@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from collectors.commit_log_decode import CommitLogDecodeError, Reader
+from collectors.commit_log.decode import CommitLogDecodeError, Reader
 
 _I16 = struct.Struct(">h")
 

@@ -78,14 +78,15 @@ class JmxqueryBackend(RemoteJmxBackend):
         result = ReadResult()
         valid = self.split_valid(definitions, result)
         if valid:
-            self._read_batch(valid, deadline, result)
+            self.read_batch(valid, deadline, result)
         result.errors.extend(missing_errors(definitions, result.readings, result.errors))
         return result
 
     def close(self) -> None:
         """Nothing persistent: every read is its own JVM."""
 
-    def _read_batch(self, definitions: Sequence[MetricDef], deadline: float, result: ReadResult) -> None:
+    def read_batch(self, definitions: Sequence[MetricDef], deadline: float, result: ReadResult) -> None:
+        """Read `definitions` in one JVM run; on a query the jar refuses, halve the batch to find the bad one."""
         try:
             output = self._run_jar(definitions, deadline)
         except BadQuery as exc:
@@ -93,8 +94,8 @@ class JmxqueryBackend(RemoteJmxBackend):
                 result.errors.append(f"{definitions[0].query()}: rejected by jmxquery: {exc}")
                 return
             middle = len(definitions) // 2
-            self._read_batch(definitions[:middle], deadline, result)
-            self._read_batch(definitions[middle:], deadline, result)
+            self.read_batch(definitions[:middle], deadline, result)
+            self.read_batch(definitions[middle:], deadline, result)
             return
         for line in output.splitlines():
             self._parse_line(line, definitions, result)

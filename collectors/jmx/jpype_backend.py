@@ -42,8 +42,8 @@ log = logging.getLogger(__name__)
 
 _jvm_lock = threading.Lock()
 #: The optimising compiler (C2) stays on, unlike in the Spark job's JVM: here the JVM does the
-#: work (RMI calls and their serialisation); the quick compiler alone cost more CPU per scrape
-#: (docs/performance.md).
+#: work (RMI calls and their serialisation), and the quick compiler alone costs more CPU per
+#: scrape (docs/performance.md, "JMX backends").
 JVM_OPTIONS = ("-Xmx128m", "-XX:+UseSerialGC", "-Xrs")
 
 
@@ -85,9 +85,9 @@ class JpypeBackend(RemoteJmxBackend):
         self._lock = threading.Lock()  # one scrape at a time per target
         self._worker: ScrapeWorker | None = None
         #: Exact ObjectNames that answered InstanceNotFound, asked with queryNames from then on (an
-        #: empty answer, no exception): jpype keeps every caught Java exception's traceback alive
-        #: (≈ 22 KB a raise over RMI), so an absent MBean read every cycle grew the process without
-        #: bound. At most one name per definition.
+        #: empty answer, no exception): jpype keeps every caught Java exception's traceback alive,
+        #: so an absent MBean read every cycle would grow the process without bound
+        #: (docs/performance.md, "Collector memory over time"). At most one name per definition.
         self._absent: set[str] = set()
 
     def read(self, definitions: Sequence[MetricDef]) -> ReadResult:

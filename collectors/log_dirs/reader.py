@@ -21,17 +21,11 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors import log_dir_requests as requests
 from collectors.cycle_step import CycleStep
-from collectors.kafka_protocol import (
-    BrokerConnection,
-    BrokerError,
-    ProtocolError,
-    api_versions,
-    error_name,
-    newest_common_version,
-    unsupported_security,
-)
+from collectors.kafka_protocol.api_versions import api_versions, newest_common_version
+from collectors.kafka_protocol.connection import BrokerConnection, unsupported_security
+from collectors.kafka_protocol.wire import BrokerError, ProtocolError, error_name
+from collectors.log_dirs import requests
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from collectors.kafka_protocol import BrokerError, Reader, Writer
+from collectors.kafka_protocol.wire import BrokerError, Reader, Writer
 
 DESCRIBE_LOG_DIRS = 35
 #: The versions Lagwatch speaks (all flexible), oldest first.

@@ -17,17 +17,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors import share_group_requests as messages
 from collectors.cycle_step import CycleStep
-from collectors.kafka_protocol import (
-    BrokerConnection,
-    BrokerError,
-    ProtocolError,
-    Reader,
-    api_versions,
-    newest_common_version,
-    unsupported_security,
-)
+from collectors.kafka_protocol.api_versions import api_versions, newest_common_version
+from collectors.kafka_protocol.connection import BrokerConnection, unsupported_security
+from collectors.kafka_protocol.wire import BrokerError, ProtocolError, Reader
+from collectors.share_groups import requests as messages
 
 log = logging.getLogger(__name__)
 

@@ -4,7 +4,7 @@ Field by field as Apache Kafka 4.3's message schemas have them (the JSON files i
 clients/src/main/resources/common/message/ of the broker's kafka-clients jar), at the one
 version Lagwatch sends of each:
 
-- ApiVersions (collectors.kafka_protocol): a broker without the share-group requests has no
+- ApiVersions (collectors.kafka_protocol.api_versions): a broker without the share-group requests has no
   share groups to read (Kafka 3.x, a 4.x without share.version);
 - ListGroups v5 with TypesFilter ["share"]: the share groups this broker coordinates;
 - ShareGroupDescribe v1: state, epoch and members with their assigned partitions;
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from collectors.kafka_protocol import BrokerError, Reader, Writer
+from collectors.kafka_protocol.wire import BrokerError, Reader, Writer
 
 LIST_GROUPS, SHARE_GROUP_DESCRIBE, DESCRIBE_SHARE_GROUP_OFFSETS = 16, 77, 90
 #: The version sent of each request (DescribeShareGroupOffsets: the broker's newest up to this).

@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from collectors.base import SampleFactory
-from collectors.kafka_protocol import error_name
-from collectors.share_group_requests import ShareGroupDescription, ShareGroupOffsets, ShareMember
-from collectors.share_groups import ShareGroupsRead
+from collectors.kafka_protocol.wire import error_name
+from collectors.share_groups.reader import ShareGroupsRead
+from collectors.share_groups.requests import ShareGroupDescription, ShareGroupOffsets, ShareMember
 from lagwatch.membership import (
     GROUP_MEMBERS_METRIC,
     GROUP_STATE_CODE,

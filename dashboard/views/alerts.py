@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -17,10 +16,14 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, queries, state, ui
+from dashboard import charts, state, ui
+from dashboard.queries import Scope
+from dashboard.queries import alerts as alert_queries
+from dashboard.queries import backtest as backtest_queries
 from lagwatch import alert_state
 from lagwatch import backtest_report as reports
 from lagwatch import silences as silence_store
+from lagwatch.command_line import lagwatch_command
 from lagwatch.config import ConfigError
 
 #: The alert_events counts shown above the tables.
@@ -84,8 +87,8 @@ def silences(ctx: ui.AppContext) -> None:
             st.rerun()
 
 
-def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
-    data = queries.alerts(ctx.lake, scope)
+def render(ctx: ui.AppContext, scope: Scope) -> None:
+    data = alert_queries.load(ctx.lake, scope)
     st.subheader("Firing now")
     if data["firing"].empty:
         st.success("No alerts firing.")
@@ -95,7 +98,7 @@ def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
     if data["events"].empty:
         ui.empty(
             "No alert events in this range. Rules live in config.toml (`[[alerts.rules]]`); the engine runs "
-            "beside the dashboard (`dashboard.run_alerts`) or as `lagwatch alerts`."
+            "beside the dashboard (`[alerts] run`) or as `lagwatch alerts`."
         )
     else:
         event_counts(data["events"])
@@ -103,10 +106,7 @@ def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
 
 
 def _cli(ctx: ui.AppContext, *args: str) -> list[str]:
-    command = [sys.executable, "-m", "lagwatch.cli"]
-    if ctx.config.source_path:
-        command += ["--config", str(Path(ctx.config.source_path).resolve())]
-    return [*command, "alerts", "backtest", *args]
+    return lagwatch_command(ctx.config, "alerts", "backtest", *args)
 
 
 @st.cache_data(show_spinner=False, ttl=300)
@@ -116,7 +116,7 @@ def _rules(command: tuple[str, ...]) -> list[dict[str, Any]]:
     return json.loads(done.stdout) if done.returncode == 0 else []
 
 
-def _start_backtest(ctx: ui.AppContext, name: str, rule_text: str, scope: queries.Scope) -> None:
+def _start_backtest(ctx: ui.AppContext, name: str, rule_text: str, scope: Scope) -> None:
     work = Path(tempfile.mkdtemp(prefix="lagwatch-backtest-"))
     (work / "rules.toml").write_text(rule_text, encoding="utf-8")
     command = _cli(ctx, "--rules", str(work / "rules.toml"), "--rule", name, "--format", "json",
@@ -171,7 +171,7 @@ def _show_result(ctx: ui.AppContext, result: dict[str, Any]) -> None:
     columns[2].metric("Time firing", ui.duration(totals["firing_s"]))
     columns[3].metric("Evaluations", ui.number(report.steps))
     label_sets = [a.labels for a in rule.alerts]
-    series = queries.backtest_series(ctx.lake, result["scope"], rule.reads, label_sets)
+    series = backtest_queries.series(ctx.lake, result["scope"], rule.reads, label_sets)
     alerts = pd.DataFrame(
         [{"starts_at": a.starts_at, "ends_at": a.ends_at or report.until} for a in rule.alerts],
         columns=["starts_at", "ends_at"],

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, queries, state, ui
+from dashboard import charts, state, ui
+from dashboard.queries import Scope
+from dashboard.queries import brokers as broker_queries
 
 BALANCE_METRICS = ("up", "partition_count", "leader_count", "under_replicated_partitions")
 
@@ -79,8 +81,8 @@ def scrape_health(frame: pd.DataFrame) -> None:
     )
 
 
-def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
-    data = queries.brokers(ctx.lake, scope)
+def render(ctx: ui.AppContext, scope: Scope) -> None:
+    data = broker_queries.load(ctx.lake, scope)
     if data["gauges"].empty and data["rates"].empty:
         hint = ui.no_jmx_targets_hint(ctx, scope.cluster, "broker metrics")
         if hint is not None:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import queries, ui
+from dashboard import ui
+from dashboard.queries import Scope
+from dashboard.queries import clusters as cluster_queries
 from lagwatch.vocabulary import STATUS_ORDER
 
 
@@ -49,8 +51,8 @@ def not_ok_groups(groups: pd.DataFrame, clusters: pd.DataFrame) -> None:
     )
 
 
-def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
-    data = queries.all_clusters(ctx.lake, scope, [cluster.name for cluster in ctx.config.clusters])
+def render(ctx: ui.AppContext, scope: Scope) -> None:
+    data = cluster_queries.load(ctx.lake, scope, [cluster.name for cluster in ctx.config.clusters])
     st.subheader("Clusters")
     cluster_table(data["clusters"])
     st.subheader("Groups not OK, every cluster")

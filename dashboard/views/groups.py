@@ -7,7 +7,9 @@ import datetime as dt
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, queries, state, ui
+from dashboard import charts, state, ui
+from dashboard.queries import Frames, Scope
+from dashboard.queries import groups as group_queries
 
 HISTORY_RANGES = {"1h": dt.timedelta(hours=1), "6h": dt.timedelta(hours=6), "24h": dt.timedelta(hours=24)}
 HISTORY_RANGES["7d"] = dt.timedelta(days=7)
@@ -80,7 +82,7 @@ def group_table(groups: pd.DataFrame) -> None:
     st.caption(ui.TIME_LAG_CAPTION)
 
 
-def drill_down(ctx: ui.AppContext, scope: queries.Scope, groups: pd.DataFrame) -> None:
+def drill_down(ctx: ui.AppContext, scope: Scope, groups: pd.DataFrame) -> None:
     by_lag = groups.sort_values("total_lag", ascending=False)["group_id"].tolist()
     group = state.selected("group", by_lag, "Group")
     if group is None:
@@ -90,8 +92,8 @@ def drill_down(ctx: ui.AppContext, scope: queries.Scope, groups: pd.DataFrame) -
         "History", list(HISTORY_RANGES), default=preset if preset in HISTORY_RANGES else "1h", key="group_history"
     )
     span = span or "1h"
-    detail_scope = queries.Scope(scope.cluster, scope.end - HISTORY_RANGES[span], scope.end)
-    detail = queries.group_detail(ctx.lake, detail_scope, group)
+    detail_scope = Scope(scope.cluster, scope.end - HISTORY_RANGES[span], scope.end)
+    detail = group_queries.detail(ctx.lake, detail_scope, group)
     row = groups[groups["group_id"] == group].iloc[0]
     ui.tiles(
         [
@@ -148,7 +150,7 @@ def _member_epochs(epochs: pd.DataFrame, group_epoch: float | None) -> None:
     ui.table(shown, member_epoch=number("member epoch", format="%d"), behind=number("epochs behind", format="%d"))
 
 
-def _detail_charts(detail: queries.Frames) -> None:
+def _detail_charts(detail: Frames) -> None:
     zone = state.viewer_zone()
     if detail["history"].empty:
         ui.empty("No lag rows for this group in this history range.")
@@ -172,8 +174,8 @@ def _detail_charts(detail: queries.Frames) -> None:
         ui.chart(charts.consume_vs_produce(history, zone), "group_rates")
 
 
-def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
-    groups = queries.groups(ctx.lake, scope)["groups"]
+def render(ctx: ui.AppContext, scope: Scope) -> None:
+    groups = group_queries.load(ctx.lake, scope)["groups"]
     if groups.empty:
         ui.empty(
             "No consumer groups in this range: check `collect.groups_allow` / `groups_deny` in config.toml and "

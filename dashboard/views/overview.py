@@ -5,7 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, queries, state, ui
+from dashboard import charts, state, ui
+from dashboard.queries import Scope
+from dashboard.queries import overview as overview_queries
 
 HEALTH_TILES = (
     ("active_controller_count", "Active controllers"),
@@ -94,8 +96,8 @@ def freshness(progress: pd.DataFrame) -> None:
     columns[2].metric("Input (rows/s)", ui.number(progress["input_rows_per_s"].sum()))
 
 
-def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
-    data = queries.overview(ctx.lake, scope)
+def render(ctx: ui.AppContext, scope: Scope) -> None:
+    data = overview_queries.load(ctx.lake, scope)
     st.subheader("Cluster health")
     health_tiles(data["gauges"], ctx, scope.cluster)
     rates(data["cluster_rates"])

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, queries, state, ui
+from dashboard import charts, state, ui
+from dashboard.queries import Scope
+from dashboard.queries import pipeline as pipeline_queries
 
 #: A collector is silent when its last heartbeat is older than this many collect intervals.
 SILENT_AFTER_INTERVALS = 3
@@ -19,7 +21,9 @@ def collectors(frame: pd.DataFrame, interval_s: float) -> None:
     rates = frame[frame["metric"] == "collector_samples_produced_total"].set_index("collector")["rate_per_s"]
     seen = frame.groupby("collector")["last_seen"].max()
     wide = (
-        wide.reindex(columns=list(queries.HEARTBEAT_METRICS)).assign(produced_per_s=rates, last_seen=seen).reset_index()
+        wide.reindex(columns=list(pipeline_queries.HEARTBEAT_METRICS))
+        .assign(produced_per_s=rates, last_seen=seen)
+        .reset_index()
     )
     wide.columns.name = None
     age = (state.utc_now() - wide["last_seen"]).dt.total_seconds()
@@ -83,8 +87,8 @@ def dead_letters(counts: pd.DataFrame, samples: pd.DataFrame) -> None:
     ui.table(samples)
 
 
-def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
-    data = queries.pipeline(ctx.lake, scope)
+def render(ctx: ui.AppContext, scope: Scope) -> None:
+    data = pipeline_queries.load(ctx.lake, scope)
     st.subheader("Collectors")
     st.caption(
         "Collectors and the Spark job serve every cluster: these two sections are not limited to the picked one."

@@ -7,7 +7,9 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from dashboard import charts, queries, state, ui
+from dashboard import charts, state, ui
+from dashboard.queries import Frames, Scope
+from dashboard.queries import topics as topic_queries
 
 
 def topic_table(frame: pd.DataFrame) -> None:
@@ -32,7 +34,7 @@ def topic_columns() -> dict[str, Any]:
     }
 
 
-def topic_charts(detail: queries.Frames, topic: str) -> None:
+def topic_charts(detail: Frames, topic: str) -> None:
     zone = state.viewer_zone()
     left, right = st.columns(2)
     with left:
@@ -57,8 +59,8 @@ def topic_charts(detail: queries.Frames, topic: str) -> None:
             ui.chart(fig, "topic_offsets")
 
 
-def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
-    data = queries.topics(ctx.lake, scope)
+def render(ctx: ui.AppContext, scope: Scope) -> None:
+    data = topic_queries.load(ctx.lake, scope)
     if data["topics"].empty:
         ui.empty(
             "No topics in this range: the admin collector reports log-end offsets; check "
@@ -70,7 +72,7 @@ def render(ctx: ui.AppContext, scope: queries.Scope) -> None:
     if topic is None:
         return
     st.subheader(f"Topic {topic}")
-    topic_charts(queries.topic_detail(ctx.lake, scope, topic), topic)
+    topic_charts(topic_queries.detail(ctx.lake, scope, topic), topic)
     st.markdown("**Consuming groups**")
     consumers = data["groups"][data["groups"]["topic"] == topic]
     if consumers.empty:

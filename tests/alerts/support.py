@@ -8,13 +8,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.fixtures.processes import ROOT
+from harness.processes import ROOT
 
 
 def start_engine(config_path: Path, log_path: Path) -> subprocess.Popen[bytes]:
     """`lagwatch alerts` as its own process (so it can be killed with SIGKILL)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "lagwatch.cli", "--config", str(config_path), "alerts"],
+        [sys.executable, "-m", "shell.cli", "--config", str(config_path), "alerts"],
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
         stderr=log_path.open("ab"),

@@ -6,8 +6,8 @@ import json
 import time
 import urllib.request
 
-from tests.fixtures import lake_rows
-from tests.fixtures.polling import wait_until
+from harness import lake_rows
+from harness.polling import wait_until
 
 RULE = {"name": "GroupStalled", "kind": "status", "metric": "status", "by": ["group_id"], "level": "STALL",
         "summary": "group {group_id} is {status}"}  # fmt: skip

@@ -15,10 +15,10 @@ from alerts.backtest import backtest
 from alerts.evaluate import Grid
 from alerts.receivers import rfc3339
 from alerts.rules import compile_rules
+from harness import lake_rows
+from harness.processes import ROOT
 from lagwatch.backtest_report import Comparison, from_json
 from lagwatch.config import Config, load_config
-from tests.fixtures import lake_rows
-from tests.fixtures.processes import ROOT
 
 EVERY_S = 15.0
 #: Engine timing as shipped (the fixture's FAST timing would hide group_wait).
@@ -103,7 +103,7 @@ def test_against_lists_the_alerts_only_the_tighter_rule_raises(alert_config, tmp
     config_file = tmp_path / "config.toml"
     config_file.write_text(_toml(config))
     loose, tight = _rules_file(tmp_path / "loose.toml", 300), _rules_file(tmp_path / "tight.toml", 60)
-    command = [sys.executable, "-m", "lagwatch.cli", "--config", str(config_file), "alerts", "backtest",
+    command = [sys.executable, "-m", "shell.cli", "--config", str(config_file), "alerts", "backtest",
                "--rules", str(loose), "--against", str(tight), "--from", rfc3339(T0), "--to", rfc3339(T0 + 600),
                "--format", "json"]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=os.environ, timeout=120)
@@ -124,7 +124,7 @@ def test_a_bad_rules_file_names_the_file_and_the_key(alert_config, tmp_path):
     config_file.write_text(_toml(config))
     bad = tmp_path / "bad.toml"
     bad.write_text('[[alerts.rules]]\nname = "X"\nmetric = "max_time_lag_s"\nfor = "soon"\n')
-    command = [sys.executable, "-m", "lagwatch.cli", "--config", str(config_file), "alerts", "backtest",
+    command = [sys.executable, "-m", "shell.cli", "--config", str(config_file), "alerts", "backtest",
                "--rules", str(bad)]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=os.environ, timeout=120)
     assert done.returncode == 2
@@ -178,7 +178,7 @@ def test_every_cluster_is_replayed_or_the_one_named(tmp_path, webhook_receiver):
     assert changes == [("home", "payments", "STOP", STOP_AT), ("second", "payments", "STOP", STOP_AT)]
     assert all(c.delays["GroupStopped"] is not None for c in report.status_changes), "each notified"
 
-    command = [sys.executable, "-m", "lagwatch.cli", "--config", str(path), "alerts", "backtest", "--cluster",
+    command = [sys.executable, "-m", "shell.cli", "--config", str(path), "alerts", "backtest", "--cluster",
                "second", "--from", rfc3339(T0), "--to", rfc3339(T0 + 600), "--format", "json"]  # fmt: skip
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=os.environ, timeout=120)
     assert done.returncode == 0, done.stderr

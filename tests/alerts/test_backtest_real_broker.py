@@ -17,9 +17,9 @@ from alerts.backtest import backtest
 from alerts.evaluate import Grid
 from alerts.receivers import rfc3339
 from alerts.rules import compile_rules
+from harness.kafka_workload import KafkaWorkload
 from lagwatch.config import AlertsConfig, Config
 from tests.collectors.group_members import GroupMember, wait_for
-from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.spark_jobs.lake_workload import collect_then_roll_up, lake_rows, workload_config
 
 INTERVAL_S = 3.0

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from alerts.rules import compile_rules
+from harness import lake_rows
 from lagwatch.config import Config, ConfigError, parse_config
 from lagwatch.lake import connect_readonly
 from tests.alerts.conftest import FAST
-from tests.fixtures import lake_rows
 
 DOWN_GROUPS = ("orders-app", "billing", "audit")
 

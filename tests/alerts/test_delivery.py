@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from alerts.receivers import INCIDENT_HEADER, SEQUENCE_HEADER, SIGNATURE_HEADER, signature
+from harness import lake_rows
+from harness.config_file import write_config
+from harness.polling import wait_until
 from lagwatch.lake import connect_readonly
 from tests.alerts.support import outbox_rows, start_engine
-from tests.fixtures import lake_rows
-from tests.fixtures.config_file import write_config
-from tests.fixtures.polling import wait_until
 
 RULE = {"name": "GroupLagHigh", "metric": "total_lag", "by": ["group_id"], "op": ">", "threshold": 100}
 GROUPS = ("g1", "g2", "g3")

@@ -7,7 +7,7 @@ import time
 
 from alerts.evaluate import SESSION_EVALUATIONS, Evaluator
 from alerts.rules import compile_rules
-from tests.fixtures import lake_rows
+from harness import lake_rows
 
 RULES = [{"name": "BigLag", "metric": "lag", "by": ["group_id", "topic", "partition"], "op": ">", "threshold": 100}]
 

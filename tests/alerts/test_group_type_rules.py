@@ -7,8 +7,8 @@ import time
 
 from alerts.evaluate import Evaluator
 from alerts.rules import compile_rules
+from harness import lake_rows
 from lagwatch.membership import GROUP_TYPE_CODE
-from tests.fixtures import lake_rows
 
 RULES = [
     {

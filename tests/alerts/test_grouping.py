@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from tests.fixtures import lake_rows
+from harness import lake_rows
 
 STATUS_RULE = {"name": "GroupNotOk", "kind": "status", "metric": "status", "by": ["group_id"], "level": "WARN"}
 BROKER_DOWN = {"name": "BrokerDown", "metric": "up", "by": ["broker"], "op": "==", "threshold": 0}

@@ -7,7 +7,7 @@ import time
 
 from alerts.evaluate import Evaluator
 from alerts.rules import compile_rules
-from tests.fixtures import lake_rows
+from harness import lake_rows
 
 BY = ["group_id", "topic", "partition"]
 RULES = [{"name": "SlowCatchUp", "metric": "eta_s", "by": BY, "op": ">", "threshold": 60}]

@@ -13,11 +13,11 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from alerts.receivers import SENDER_HEADER
+from harness import lake_rows
+from harness.config_file import write_config
+from harness.polling import wait_until
+from harness.real_kafka import RealKafkaBroker
 from tests.alerts.support import start_engine
-from tests.fixtures import lake_rows
-from tests.fixtures.config_file import write_config
-from tests.fixtures.polling import wait_until
-from tests.fixtures.real_kafka import RealKafkaBroker
 
 RULE = {"name": "GroupLagHigh", "metric": "total_lag", "by": ["group_id"], "op": ">", "threshold": 100}
 

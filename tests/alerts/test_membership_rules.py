@@ -7,7 +7,7 @@ import time
 
 from alerts.evaluate import Evaluator
 from alerts.rules import compile_rules
-from tests.fixtures import lake_rows
+from harness import lake_rows
 
 RULES = [
     {"name": "GroupHasNoMembers", "metric": "consumer_group_members", "by": ["group_id"], "op": "<", "threshold": 1},

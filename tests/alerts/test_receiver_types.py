@@ -9,8 +9,8 @@ from typing import Any, ClassVar
 import pytest
 
 from alerts.receivers import RECEIVER_TYPES, Notification, Timing, register
+from harness import lake_rows
 from lagwatch.config import AlertReceiver, ConfigError
-from tests.fixtures import lake_rows
 
 LAG_RULE = {"name": "GroupLagHigh", "metric": "total_lag", "by": ["group_id"], "op": ">", "threshold": 100}
 

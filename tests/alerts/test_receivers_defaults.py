@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 from alerts.engine import start_in_background
-from tests.fixtures import lake_rows
-from tests.fixtures.polling import wait_until
+from harness import lake_rows
+from harness.polling import wait_until
 
 LAG_RULE = {"name": "GroupLagHigh", "metric": "total_lag", "by": ["group_id"], "op": ">", "threshold": 100}
 

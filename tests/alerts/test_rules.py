@@ -132,7 +132,7 @@ def test_cli_exits_2_without_traceback(tmp_path: Path, rule_toml: str, fragment:
         f'[[alerts.rules]]\nname = "Broken"\n{rule_toml}\n'
     )
     done = subprocess.run(
-        [sys.executable, "-m", "lagwatch.cli", "--config", str(config), "alerts", "--once"],
+        [sys.executable, "-m", "shell.cli", "--config", str(config), "alerts", "--once"],
         capture_output=True,
         text=True,
         cwd=ROOT,

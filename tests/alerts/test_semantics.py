@@ -9,9 +9,9 @@ import time
 from typing import Any
 
 from alerts.receivers import INCIDENT_HEADER, SEQUENCE_HEADER
+from harness import lake_rows
 from lagwatch.lake import connect_readonly
 from lagwatch.silences import create_silence, expire_silence, list_silences
-from tests.fixtures import lake_rows
 
 LAG_RULE = {
     "name": "GroupLagHigh",

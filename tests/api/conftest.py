@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
+from harness.processes import start_lagwatch
 from lagwatch import lake as lakelib
-from lagwatch.broker import free_port
-from tests.fixtures.processes import start_lagwatch
+from shell.broker import free_port
 
 CLUSTER = "test-cluster"
 COMMIT_WINDOW_MINUTES = 5

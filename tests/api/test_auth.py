@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from api.auth import bearer_token
+from harness.processes import run_lagwatch
 from lagwatch import exit_codes
-from lagwatch.broker import free_port
 from lagwatch.config import API_TOKEN_ENV
+from shell.broker import free_port
 from tests.api.conftest import CLUSTER, KnownLake, RunningApi, write_config
-from tests.fixtures.processes import run_lagwatch
 
 GUARDED = ("/metrics", "/v3/kafka", f"/v3/kafka/{CLUSTER}/consumer", "/burrow/admin", "/no/such/path")
 

@@ -25,12 +25,12 @@ from typing import Any
 import pytest
 
 from collectors import runner
+from harness.kafka_workload import KafkaWorkload
 from lagwatch import lake as lakelib
-from lagwatch.broker import free_port
 from lagwatch.config import API_TOKEN_ENV
+from shell.broker import free_port
 from spark_jobs import job
 from tests.api.conftest import CLUSTER, KnownLake, RunningApi, stop_process
-from tests.fixtures.kafka_workload import KafkaWorkload
 
 pytestmark = pytest.mark.slow
 

@@ -19,7 +19,7 @@ def _status(api: RunningApi) -> subprocess.CompletedProcess[str]:
     state = api.log.parent / "state" / "stack.json"
     state.parent.mkdir(exist_ok=True)
     state.write_text(json.dumps({"dashboard_url": api.url, "api_url": api.url, "components": {"api": api.process.pid}}))
-    command = [sys.executable, "-m", "lagwatch.cli", "--config", str(config), "status"]
+    command = [sys.executable, "-m", "shell.cli", "--config", str(config), "status"]
     return subprocess.run(command, capture_output=True, text=True, timeout=60)
 
 

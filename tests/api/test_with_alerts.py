@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from harness.processes import start_lagwatch
 from lagwatch import exit_codes
-from lagwatch.broker import free_port
+from shell.broker import free_port
 from tests.api.conftest import KnownLake, RunningApi, wait_answering, write_config
-from tests.fixtures.processes import start_lagwatch
 
 ENGINE_LINE = "alerts: leader:"
 

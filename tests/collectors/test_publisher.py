@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from collectors.publisher import SamplePublisher
-from lagwatch.broker import free_port
+from harness.real_kafka import RealKafkaBroker
+from harness.samples_topic import read_samples
 from lagwatch.config import Config
 from lagwatch.kafka import ensure_topic, transport_client_config
 from lagwatch.samples import make_sample
-from tests.fixtures.real_kafka import RealKafkaBroker
-from tests.fixtures.samples_topic import read_samples
+from shell.broker import free_port
 
 
 def _samples(count: int, cluster: str = "test") -> list:

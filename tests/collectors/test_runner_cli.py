@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from lagwatch.broker import free_port
-from tests.fixtures.processes import run_lagwatch
+from harness.processes import run_lagwatch
+from shell.broker import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -19,7 +19,7 @@ def test_unreachable_bootstrap_servers_exit_3_naming_them(tmp_path: Path) -> Non
     config = tmp_path / "c.toml"
     config.write_text(f'[cluster]\nbootstrap_servers = "{servers}"\n[collect]\ninterval_s = 2\ntimeout_s = 1\n')
     proc = subprocess.run(
-        [sys.executable, "-m", "lagwatch.cli", "--config", str(config), "collect", "--once"],
+        [sys.executable, "-m", "shell.cli", "--config", str(config), "collect", "--once"],
         capture_output=True,
         text=True,
         timeout=120,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from collectors.admin import AdminCollector
+from collectors.admin.collector import AdminCollector
 from collectors.runner import build_collectors
 from lagwatch.config import parse_config
 from lagwatch.kafka import cluster_client_config

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from lagwatch.broker import EmbeddedBroker
-from tests.fixtures.exporter import Exporter
+from harness.exporter import Exporter
+from shell.broker import EmbeddedBroker
 
 SESSION_TIMEOUT_MS = 6000  # tansu: a group join takes about half of session.timeout.ms
 
@@ -91,7 +91,7 @@ def _start_collector(config: Path, name: str, logs: Path) -> subprocess.Popen[by
     own = logs / f"{name}.toml"
     own.write_text(config_text)
     return subprocess.Popen(
-        [sys.executable, "-m", "lagwatch.cli", "--config", str(own), "collect"],
+        [sys.executable, "-m", "shell.cli", "--config", str(own), "collect"],
         env=env,
         stdout=out,
         stderr=subprocess.STDOUT,

@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 
 from lagwatch import lake as lakelib
-from lagwatch.broker import free_port
+from shell.broker import free_port
 
 CLUSTER = "test-cluster"
 
@@ -413,7 +413,9 @@ port = 9999
 host = "127.0.0.1"
 port = {port}
 refresh_s = 30
-run_alerts = false
+
+[alerts]
+run = false
 """
     )
     return KnownLake(root=root, config_path=config_path, port=port, now=now, rows=rows)
@@ -430,7 +432,7 @@ SECOND_GROUPS = {"orders-app": "ERR", "payments-app": "OK"}
 def add_second_cluster(lake: KnownLake) -> None:
     """Rows of prod-eu beside test-cluster's (same group id, other statuses), and a config of
     three [[clusters]]: test-cluster (with its JMX target), prod-eu and staging (none)."""
-    from tests.fixtures import lake_rows
+    from harness import lake_rows
 
     lake_dir = lake.root / "lake"
     ts = (lake.now - dt.timedelta(minutes=1)).timestamp()

@@ -43,7 +43,7 @@ def serving_dashboard(lake: KnownLake, log_path: Path, env: dict[str, str] | Non
     """`lagwatch dashboard` over the lake's config until the block ends (then SIGTERM); yields its URL."""
     log = log_path.open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "lagwatch.cli", "--config", str(lake.config_path), "dashboard"],
+        [sys.executable, "-m", "shell.cli", "--config", str(lake.config_path), "dashboard"],
         stdout=log,
         stderr=subprocess.STDOUT,
         env=env,

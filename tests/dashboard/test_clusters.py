@@ -2,7 +2,7 @@
 clusters page sums up each, and the picker lists configured and lake clusters.
 
 DuckDB over the real lake files of the known lake (test-cluster) with prod-eu's rows written
-beside it (tests/fixtures/lake_rows.py); expected values are derived from those rows.
+beside it (harness/lake_rows.py); expected values are derived from those rows.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import math
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from dashboard import queries
+from dashboard.queries import Lake, Scope
+from dashboard.queries import clusters as cluster_queries
+from dashboard.queries.loaders import PAGE_LOADERS
 from lagwatch.config import load_config
 from lagwatch.vocabulary import STATUS_ORDER
 from tests.dashboard.conftest import (
@@ -27,18 +29,18 @@ from tests.dashboard.conftest import (
 from tests.dashboard.test_pages import APP, open_page
 
 
-def scope(lake: KnownLake, cluster: str) -> queries.Scope:
-    return queries.Scope(cluster, lake.now - dt.timedelta(hours=1), dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1))
+def scope(lake: KnownLake, cluster: str) -> Scope:
+    return Scope(cluster, lake.now - dt.timedelta(hours=1), dt.datetime.now(dt.UTC) + dt.timedelta(minutes=1))
 
 
-def lake_of(lake: KnownLake) -> queries.Lake:
-    return queries.Lake.from_config(load_config(lake.config_path))
+def lake_of(lake: KnownLake) -> Lake:
+    return Lake.from_config(load_config(lake.config_path))
 
 
 def test_every_page_loader_keeps_to_the_picked_cluster(two_clusters: KnownLake) -> None:
     lake = lake_of(two_clusters)
-    eu = {name: queries.PAGE_LOADERS[name](lake, scope(two_clusters, SECOND_CLUSTER)) for name in queries.PAGE_LOADERS}
-    home = {name: queries.PAGE_LOADERS[name](lake, scope(two_clusters, CLUSTER)) for name in queries.PAGE_LOADERS}
+    eu = {name: PAGE_LOADERS[name](lake, scope(two_clusters, SECOND_CLUSTER)) for name in PAGE_LOADERS}
+    home = {name: PAGE_LOADERS[name](lake, scope(two_clusters, CLUSTER)) for name in PAGE_LOADERS}
     assert dict(zip(eu["groups"]["groups"]["group_id"], eu["groups"]["groups"]["status"], strict=True)) == SECOND_GROUPS
     expected_home = group_status(two_clusters)
     assert sorted(home["groups"]["groups"]["group_id"]) == sorted(expected_home["group_id"])
@@ -58,7 +60,7 @@ def test_the_all_clusters_loader_has_a_row_per_cluster_and_names_not_ok_groups_w
     two_clusters: KnownLake,
 ) -> None:
     configured = [CLUSTER, SECOND_CLUSTER, QUIET_CLUSTER]
-    data = queries.all_clusters(lake_of(two_clusters), scope(two_clusters, CLUSTER), configured)
+    data = cluster_queries.load(lake_of(two_clusters), scope(two_clusters, CLUSTER), configured)
     clusters = data["clusters"].set_index("cluster")
     assert list(clusters.index) == configured
     home = group_status(two_clusters)

@@ -1,7 +1,7 @@
 """`[dashboard] auth = "oidc"` in a real headless chromium against a real OpenID Connect provider.
 
 The dashboard runs as the operator runs it (`lagwatch dashboard`, secrets in the environment),
-the provider is `oidc-provider-mock` on loopback (tests/fixtures/oidc_provider.py), and each
+the provider is `oidc-provider-mock` on loopback (harness/oidc_provider.py), and each
 user logs in through the provider's own form. Cases: a visitor who has not logged in gets the
 login page and nothing of the lake; an allowed user sees the pages and creates a silence (read
 back from the silences file); a logged-in user who is not allowed sees the pages read-only and
@@ -22,11 +22,11 @@ from typing import Any
 import pytest
 
 from dashboard import login_secrets
+from harness.oidc_provider import OidcProvider
 from lagwatch.config import DASHBOARD_CLIENT_SECRET_ENV, DASHBOARD_COOKIE_SECRET_ENV, load_config
 from lagwatch.silences import FILE_NAME
 from tests.dashboard.conftest import KnownLake, broker_gauges
 from tests.dashboard.test_browser import RENDER_TIMEOUT_MS, _metric, serving_dashboard
-from tests.fixtures.oidc_provider import OidcProvider
 
 pytestmark = pytest.mark.slow
 
@@ -49,15 +49,15 @@ class LoginDashboard:
 
 
 def _oidc_config(known_lake: KnownLake, provider: OidcProvider) -> str:
-    dashboard = f"""run_alerts = false
+    dashboard = f"""[dashboard]
 auth = "oidc"
 oidc_server_metadata_url = "{provider.discovery_url}"
 oidc_client_id = "lagwatch-test"
 allowed_users = ["{ALLOWED}"]
 allowed_groups = ["{ALLOWED_GROUP}"]
 """
-    text = known_lake.config_path.read_text().replace("run_alerts = false\n", dashboard)
-    return text + '\n[alerts]\nstate_dir = "state/alerts"\n'
+    text = known_lake.config_path.read_text().replace("[dashboard]\n", dashboard)
+    return text.replace("[alerts]\n", '[alerts]\nstate_dir = "state/alerts"\n')
 
 
 @pytest.fixture

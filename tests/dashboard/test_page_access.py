@@ -27,14 +27,14 @@ VIEWER = "bob@example.com"
 @pytest.fixture
 def oidc_lake(known_lake: KnownLake) -> KnownLake:
     """The known lake's config with auth = "oidc" and alice allowed (no provider is contacted by AppTest)."""
-    login = f"""run_alerts = false
+    login = f"""[dashboard]
 auth = "oidc"
 oidc_server_metadata_url = "http://127.0.0.1:9/.well-known/openid-configuration"
 oidc_client_id = "lagwatch-test"
 allowed_users = ["{ALLOWED}"]
 """
-    text = known_lake.config_path.read_text().replace("run_alerts = false\n", login)
-    known_lake.config_path.write_text(text + '\n[alerts]\nstate_dir = "state/alerts"\n')
+    text = known_lake.config_path.read_text().replace("[dashboard]\n", login)
+    known_lake.config_path.write_text(text.replace("[alerts]\n", '[alerts]\nstate_dir = "state/alerts"\n'))
     return known_lake
 
 

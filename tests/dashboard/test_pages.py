@@ -11,6 +11,8 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from dashboard import pages as page_table
+from harness import lake_rows
 from tests.dashboard.conftest import (
     CLUSTER,
     GROUP_EPOCH,
@@ -22,10 +24,10 @@ from tests.dashboard.conftest import (
     group_status,
     newest,
 )
-from tests.fixtures import lake_rows
 
 APP = str(Path(__file__).resolve().parents[2] / "dashboard" / "app.py")
-PAGES = ["overview", "brokers", "topics", "groups", "alerts", "sql", "pipeline"]
+#: Every page of the navigation, by name (its view file's name).
+PAGES = [page.name for page in page_table.PAGES]
 
 
 def open_page(page: str, **params: str) -> AppTest:
@@ -33,7 +35,7 @@ def open_page(page: str, **params: str) -> AppTest:
     for key, value in params.items():
         at.query_params[key] = value
     at.run()
-    if page != "overview":  # the default page
+    if page != page_table.default_page().name:  # the default page opens first
         at.switch_page(f"views/{page}.py")
         at.run()
     assert not at.exception, [e.value for e in at.exception]

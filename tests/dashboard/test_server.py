@@ -3,7 +3,6 @@ passed through, and SIGTERM stops both (no process left behind)."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import signal
 import subprocess
@@ -15,10 +14,11 @@ from pathlib import Path
 import pytest
 
 from dashboard import server
+from harness.processes import run_lagwatch, start_lagwatch
 from lagwatch import exit_codes
+from lagwatch.command_line import lagwatch_command
 from lagwatch.config import DASHBOARD_CLIENT_SECRET_ENV, DASHBOARD_COOKIE_SECRET_ENV, load_config
 from tests.dashboard.conftest import KnownLake
-from tests.fixtures.processes import run_lagwatch, start_lagwatch
 
 
 def _children(pid: int) -> list[int]:
@@ -49,17 +49,17 @@ def test_streamlit_command_binds_the_configured_address(known_lake: KnownLake) -
     assert command[command.index("--server.headless") + 1] == "true"
     assert command[command.index("--browser.gatherUsageStats") + 1] == "false"
     assert server.child_environment(config)["LAGWATCH_CONFIG"] == str(known_lake.config_path.resolve())
-    alerts = server.alerts_command(config, argparse.Namespace(log_level="DEBUG"))
+    alerts = lagwatch_command(config, "alerts", log_level="DEBUG")
     assert alerts[-1] == "alerts" and str(known_lake.config_path.resolve()) in alerts
 
 
 @pytest.mark.slow
 def test_dashboard_runs_alert_engine_beside_it_and_stops_both(known_lake: KnownLake) -> None:
-    text = known_lake.config_path.read_text().replace("run_alerts = false", "run_alerts = true")
-    known_lake.config_path.write_text(text + '\n[alerts]\nstate_dir = "state/alerts"\n')
-    assert server.alert_engine_available()
+    text = known_lake.config_path.read_text()
+    text = text.replace("[alerts]\nrun = false\n", '[alerts]\nrun = true\nstate_dir = "state/alerts"\n')
+    known_lake.config_path.write_text(text)
     process = subprocess.Popen(
-        [sys.executable, "-m", "lagwatch.cli", "--config", str(known_lake.config_path), "dashboard"],
+        [sys.executable, "-m", "shell.cli", "--config", str(known_lake.config_path), "dashboard"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -84,9 +84,9 @@ def test_dashboard_runs_alert_engine_beside_it_and_stops_both(known_lake: KnownL
 
 
 def _dashboard_settings(lake: KnownLake, **settings: object) -> None:
-    """Extra [dashboard] keys in the known lake's config (written after run_alerts, inside [dashboard])."""
+    """Extra [dashboard] keys in the known lake's config (written right under its [dashboard] header)."""
     lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in settings.items())
-    text = lake.config_path.read_text().replace("run_alerts = false\n", f"run_alerts = false\n{lines}")
+    text = lake.config_path.read_text().replace("[dashboard]\n", f"[dashboard]\n{lines}")
     lake.config_path.write_text(text)
 
 
@@ -134,7 +134,7 @@ def test_allow_anonymous_serves_a_non_loopback_host(known_lake: KnownLake, tmp_p
                 assert process.poll() is None, (tmp_path / "dashboard.log").read_text()
                 assert time.monotonic() < deadline, "dashboard never became healthy"
                 time.sleep(0.25)
-        # Nothing to supervise (run_alerts = false) or clean up (no login): the launcher became Streamlit.
+        # Nothing to supervise ([alerts] run = false) or clean up (no login): the launcher became Streamlit.
         command = _command_line(process.pid)
         assert "streamlit run" in command and _children(process.pid) == [], command
         assert "--server.address 0.0.0.0" in command and "--secrets.files" not in command

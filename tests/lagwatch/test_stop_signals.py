@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from tests.fixtures.processes import ROOT
+from harness.processes import ROOT
 
 #: A process whose main thread spends nearly all its time inside Event.wait (holding the event's
 #: lock on the way in and out), the moment where setting the event from a handler deadlocked.

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
+import pkgutil
 import re
 from pathlib import Path
 from typing import Any
@@ -23,23 +25,24 @@ from collectors import runner
 from collectors.base import SampleFactory
 from collectors.jmx.mapping import METRICS as MAPPING
 from dashboard import charts, queries
-from lagwatch import demo, vocabulary
-from lagwatch.broker import free_port
+from harness.jmx_double import JmxDouble
+from harness.kafka_workload import KafkaWorkload
+from harness.samples_topic import read_samples
+from lagwatch import vocabulary
 from lagwatch.config import Config
+from shell import demo
+from shell.broker import free_port
 from tests.collectors.group_members import GroupMember, wait_for
-from tests.fixtures.jmx_double import JmxDouble
-from tests.fixtures.kafka_workload import KafkaWorkload
-from tests.fixtures.samples_topic import read_samples
 
 ROOT = Path(__file__).resolve().parents[2]
 
 #: Registered names today's test cycle cannot emit, each with who does emit it. A name emitted
 #: after all must leave this list (the test fails), so it never hides a real gap.
 NOT_EMITTED_HERE: dict[str, str] = {
-    "share_start_offset": "the admin collector for a share group (tests/collectors/test_share_groups.py, Kafka 4.1+)",
-    "share_group_lag": "the admin collector for a share group (tests/collectors/test_share_groups.py, Kafka 4.1+)",
-    "partition_pending": "a consumer (KIP-848) group reconciling (tests/collectors/test_kip848_epochs.py, Kafka 4)",
-    "consumer_group_epoch": "the commit log of a consumer (KIP-848) group (tests/collectors/test_kip848_epochs.py)",
+    "share_start_offset": "the admin collector for a share group (share_groups/test_share_groups.py, Kafka 4.1+)",
+    "share_group_lag": "the admin collector for a share group (share_groups/test_share_groups.py, Kafka 4.1+)",
+    "partition_pending": "a consumer (KIP-848) group reconciling (commit_log/test_kip848_epochs.py, Kafka 4)",
+    "consumer_group_epoch": "the commit log of a consumer (KIP-848) group (commit_log/test_kip848_epochs.py)",
     "consumer_group_member_epoch": "the commit log of a consumer (KIP-848) group (test_kip848_epochs.py)",
 }
 #: Added by the runner for every target, so no mapping row produces them.
@@ -167,11 +170,17 @@ def _module_literal(path: Path, name: str) -> Any:
     raise AssertionError(f"{name} not found in {path}")
 
 
+def _query_modules() -> list[Any]:
+    """Every module of the dashboard.queries package: each page keeps its SQL in its own."""
+    return [importlib.import_module(f"{queries.__name__}.{m.name}") for m in pkgutil.iter_modules(queries.__path__)]
+
+
 def test_dashboard_queries_and_pages_name_only_registered_metrics() -> None:
     used: set[str] = set()
-    for name, sql in vars(queries).items():
-        if name.startswith("SQL_"):
-            used |= _quoted_metric_names(sql)
+    for module in _query_modules():
+        for name, sql in vars(module).items():
+            if name.startswith("SQL_"):
+                used |= _quoted_metric_names(sql)
     assert {"up", "log_end_offset", "messages_in_total", "collector_targets_assigned"} <= used
     used |= {metric for metric, _ in _module_literal(ROOT / "dashboard/views/overview.py", "HEALTH_TILES")}
     used |= set(_module_literal(ROOT / "dashboard/views/brokers.py", "BALANCE_METRICS"))

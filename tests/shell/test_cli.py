@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from lagwatch import __version__, exit_codes
-from lagwatch.broker import free_port
+from shell.broker import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -21,7 +21,7 @@ def lagwatch(*args: str, cwd: Path = REPO, env: dict[str, str] | None = None) ->
     environ = {k: v for k, v in os.environ.items() if k != "LAGWATCH_CONFIG"}
     environ["PYTHONPATH"] = str(REPO)
     return subprocess.run(
-        [sys.executable, "-m", "lagwatch.cli", *args],
+        [sys.executable, "-m", "shell.cli", *args],
         capture_output=True,
         text=True,
         cwd=cwd,

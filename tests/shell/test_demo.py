@@ -7,7 +7,7 @@ from collections.abc import Callable
 from confluent_kafka import Consumer, TopicPartition
 
 from lagwatch.config import Config
-from lagwatch.demo import GROUPS, TOPICS, DemoWorkload, exporter_text
+from shell.demo import GROUPS, TOPICS, DemoWorkload, exporter_text
 
 
 def _committed(bootstrap: str, group_id: str, topic: str, partitions: int) -> int:

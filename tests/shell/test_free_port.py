@@ -8,8 +8,8 @@ import socket
 
 import pytest
 
-from lagwatch import broker
-from lagwatch.broker import PICK_PORTS_FROM, _ephemeral_start, free_port
+from shell import broker
+from shell.broker import PICK_PORTS_FROM, _ephemeral_start, free_port
 
 
 def test_the_port_is_below_the_ephemeral_range_and_bindable() -> None:

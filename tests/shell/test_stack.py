@@ -18,12 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from lagwatch import exit_codes, processes, stack
+from harness import lake_rows
+from harness.local_stack import LocalStack
+from harness.processes import run_lagwatch
+from lagwatch import exit_codes
 from lagwatch.config import parse_config
 from lagwatch.vocabulary import GROUPS_NOT_VISIBLE_METRIC
-from tests.fixtures import lake_rows
-from tests.fixtures.local_stack import LocalStack
-from tests.fixtures.processes import run_lagwatch
+from shell import processes, stack
 
 #: Generous: a stop that takes this long is a hang, not a slow stop.
 HANG_S = 30

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from collectors.admin import AdminCollector
+from collectors.admin.collector import AdminCollector
 from collectors.base import Collector
 from collectors.coordinator import AllTargets
 from collectors.publisher import SamplePublisher

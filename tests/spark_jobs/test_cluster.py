@@ -1,5 +1,5 @@
 """`lagwatch stream` on a real Spark standalone cluster (a Master and two one-core Workers from
-PySpark's own spark-class, tests/fixtures/spark_cluster.py) against the real Kafka broker.
+PySpark's own spark-class, harness/spark_cluster.py) against the real Kafka broker.
 
 What a cluster adds over `local[2]`: executors in JVMs of their own, started by a Worker in a bare
 environment, that must be sent the project's packages and told which Python to run; state and
@@ -26,6 +26,10 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer
 
+from harness.config_file import write_config as write_toml_config
+from harness.polling import wait_until
+from harness.processes import ROOT, start_lagwatch
+from harness.spark_cluster import SparkStandaloneCluster
 from lagwatch import lake as lakelib
 from lagwatch.config import load_config, parse_config
 from lagwatch.kafka import ensure_topic
@@ -33,10 +37,6 @@ from lagwatch.samples import Sample, make_sample
 from spark_jobs.job import JobPaths
 from spark_jobs.session import project_archive
 from tests.conftest import ARTIFACTS
-from tests.fixtures.config_file import write_config as write_toml_config
-from tests.fixtures.polling import wait_until
-from tests.fixtures.processes import ROOT, start_lagwatch
-from tests.fixtures.spark_cluster import SparkStandaloneCluster
 
 TOPIC_PARTITIONS = 4
 GROUPS = 12
@@ -183,7 +183,8 @@ def test_the_project_zip_holds_both_packages_and_is_built_once(tmp_path: Path) -
         names = set(archive.namelist())
     assert {
         "lagwatch/__init__.py",
-        "lagwatch/config.py",
+        "lagwatch/config/__init__.py",
+        "lagwatch/config/model.py",
         "spark_jobs/kafka_source.py",
         "spark_jobs/rollups.py",
     } <= names

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from harness.kafka_workload import KafkaWorkload
 from lagwatch import lake as lakelib
 from lagwatch.config import Config
-from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.spark_jobs.lake_workload import collect_then_roll_up, workload_config
 
 STOP_AFTER_S = 8

@@ -15,11 +15,11 @@ from typing import Any
 import duckdb
 import pytest
 
+from harness.processes import start_lagwatch
 from lagwatch import lake as lakelib
 from lagwatch.kafka import ensure_topic
 from lagwatch.samples import Sample
 from spark_jobs import job
-from tests.fixtures.processes import start_lagwatch
 from tests.spark_jobs.samples_io import gauge_samples, produce_samples, produce_values
 
 START_MS = int(time.time() * 1000) - 600_000  # ten minutes ago: inside any retention, windows long closed

@@ -15,11 +15,11 @@ from typing import Any
 import pyspark
 import pytest
 
+from harness.spark_kafka import spark_kafka_jars
 from lagwatch.config import ConfigError, parse_config
 from lagwatch.kafka import transport_client_config
 from spark_jobs.kafka_options import java_client_options
 from spark_jobs.session import classpath_settings
-from tests.fixtures.spark_kafka import spark_kafka_jars
 
 SASL_SSL = {"security.protocol": "sasl_ssl", "sasl.mechanisms": "SCRAM-SHA-512", "sasl.username": "lagwatch"}
 

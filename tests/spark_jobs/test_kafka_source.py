@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from pyspark.errors import StreamingQueryException
 
-from lagwatch.broker import free_port
+from shell.broker import free_port
 from spark_jobs import kafka_source
 from spark_jobs.kafka_source import split_row_cap
 from spark_jobs.packed import unpack

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from harness.kafka_workload import KafkaWorkload
 from lagwatch.config import Config
 from tests.collectors.group_members import GroupMember, wait_for
-from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.spark_jobs.lake_workload import collect_then_roll_up, lake_rows, workload_config
 
 INTERVAL_S = 5.0

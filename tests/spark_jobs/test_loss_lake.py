@@ -16,12 +16,17 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic
 
+from harness.kafka_workload import KafkaWorkload
+from harness.real_kafka import RealKafkaBroker
 from lagwatch import lake as lakelib
 from lagwatch.config import Config
+from tests.collectors.admin.test_admin import (
+    RETENTION_BATCH,
+    RETENTION_BATCHES,
+    earliest_offset,
+    retention_topic_config,
+)
 from tests.collectors.group_members import wait_for
-from tests.collectors.test_admin import RETENTION_BATCH, RETENTION_BATCHES, earliest_offset, retention_topic_config
-from tests.fixtures.kafka_workload import KafkaWorkload
-from tests.fixtures.real_kafka import RealKafkaBroker
 from tests.spark_jobs.lake_workload import collect_then_roll_up, workload_config
 
 LOSSY_COMMIT, KEPT_AFTER = 30, 7

@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
+from harness.config_file import write_config
+from harness.processes import start_lagwatch
+from harness.real_kafka import RealKafkaBroker
+from harness.spark_kafka import spark_kafka_jars
 from lagwatch.kafka import ensure_topic
 from tests.conftest import ARTIFACTS
-from tests.fixtures.config_file import write_config
-from tests.fixtures.processes import start_lagwatch
-from tests.fixtures.real_kafka import RealKafkaBroker
-from tests.fixtures.spark_kafka import spark_kafka_jars
 from tests.spark_jobs.samples_io import produce_values
 from tests.spark_jobs.test_cluster import (
     BROKERS,

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from harness.kafka_workload import KafkaWorkload
 from lagwatch.config import Config
-from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.spark_jobs.lake_workload import collect_then_roll_up, workload_config
 from tests.spark_jobs.test_commit_log_lake import newest_rows
 

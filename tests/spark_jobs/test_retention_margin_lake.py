@@ -25,16 +25,16 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from alerts.engine import AlertEngine
 from alerts.leader import AlwaysLeader
-from collectors.admin import AdminCollector
+from collectors.admin.collector import AdminCollector
 from collectors.coordinator import AllTargets
 from collectors.publisher import SamplePublisher
 from collectors.runner import CollectLoop
+from harness.kafka_workload import KafkaWorkload
+from harness.real_kafka import RealKafkaBroker
 from lagwatch.config import Config
 from lagwatch.kafka import ensure_topic, transport_client_config
 from spark_jobs import job
-from tests.collectors.test_admin import earliest_offset
-from tests.fixtures.kafka_workload import KafkaWorkload
-from tests.fixtures.real_kafka import RealKafkaBroker
+from tests.collectors.admin.test_admin import earliest_offset
 from tests.spark_jobs.lake_workload import lake_rows
 
 INTERVAL_S = 3.0

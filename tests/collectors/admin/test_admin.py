@@ -22,15 +22,15 @@ from confluent_kafka.admin import (
     OffsetSpec,
 )
 
-from collectors.admin import AdminCollector
-from collectors.admin_samples import GROUP_STATE_CODES
+from collectors.admin.collector import AdminCollector
+from collectors.admin.samples import GROUP_STATE_CODES
 from collectors.base import SampleFactory, ScrapeResult
-from lagwatch.broker import free_port
+from harness.kafka_workload import KafkaWorkload
+from harness.real_kafka import RealKafkaBroker
 from lagwatch.config import Config, parse_config
 from lagwatch.vocabulary import Source
+from shell.broker import free_port
 from tests.collectors.group_members import GroupMember, wait_for
-from tests.fixtures.kafka_workload import KafkaWorkload
-from tests.fixtures.real_kafka import RealKafkaBroker
 
 MAKE = SampleFactory(cluster="test", collector="test-instance")
 PRODUCED = {0: 334, 1: 333, 2: 333}

@@ -15,14 +15,14 @@ import pytest
 from confluent_kafka import ConsumerGroupState, ConsumerGroupType, TopicPartition
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, MemberAssignment, MemberDescription
 
-from collectors.admin import AdminCollector
-from collectors.admin_samples import described_state_code
+from collectors.admin.collector import AdminCollector
+from collectors.admin.samples import described_state_code
 from collectors.base import SampleFactory
+from harness.kafka_workload import KafkaWorkload
+from harness.processes import run_lagwatch
+from harness.samples_topic import read_samples
 from lagwatch.membership import GROUP_STATE_CODE, GROUP_TYPE_CODE
 from tests.collectors.group_members import GroupMember, wait_for
-from tests.fixtures.kafka_workload import KafkaWorkload
-from tests.fixtures.processes import run_lagwatch
-from tests.fixtures.samples_topic import read_samples
 
 
 def member_protocol(broker: Any) -> str:

@@ -13,7 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from confluent_kafka import KafkaError, KafkaException
 
-from collectors.admin_requests import BoundedRequests, error_text
+from collectors.admin.requests import BoundedRequests, error_text
 from lagwatch.gc_pause import cyclic_gc_paused
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from confluent_kafka import OFFSET_INVALID, ConsumerGroupState, TopicPartition
 from confluent_kafka.admin import BrokerMetadata, ClusterMetadata, PartitionMetadata, TopicMetadata
 
-from collectors.admin_samples import (
+from collectors.admin.samples import (
     GROUP_STATE_CODES,
     LagCounts,
     NameFilter,

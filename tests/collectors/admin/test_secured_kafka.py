@@ -1,6 +1,6 @@
 """Lagwatch on a secured Kafka (SASL_SSL, SCRAM-SHA-512, StandardAuthorizer) as a least-privilege user.
 
-The broker is `tests.fixtures.secure_kafka`: the monitoring users hold exactly the ACLs
+The broker is `harness.secure_kafka`: the monitoring users hold exactly the ACLs
 docs/operations.md ("Secured clusters") documents, or that set minus one grant, and every
 topic, record and committed group is made by the super user. Secrets reach Lagwatch only
 through the LAGWATCH_CLUSTER_SASL_* environment variables, never the config file.
@@ -15,15 +15,13 @@ from typing import Any
 
 import pytest
 
-from collectors.admin import AdminCollector
+from collectors.admin.collector import AdminCollector
 from collectors.base import SampleFactory, ScrapeResult
-from lagwatch.config import Config, parse_config
-from lagwatch.vocabulary import GROUPS_NOT_VISIBLE_METRIC
-from tests.fixtures.kafka_workload import KafkaWorkload
-from tests.fixtures.processes import run_lagwatch
-from tests.fixtures.real_kafka import RealKafkaBroker
-from tests.fixtures.samples_topic import read_samples
-from tests.fixtures.secure_kafka import (
+from harness.kafka_workload import KafkaWorkload
+from harness.processes import run_lagwatch
+from harness.real_kafka import RealKafkaBroker
+from harness.samples_topic import read_samples
+from harness.secure_kafka import (
     MONITOR,
     MONITOR_NO_COMMIT_LOG,
     MONITOR_SOME_GROUPS,
@@ -31,6 +29,8 @@ from tests.fixtures.secure_kafka import (
     VISIBLE_GROUP_PREFIX,
     SecureKafkaBroker,
 )
+from lagwatch.config import Config, parse_config
+from lagwatch.vocabulary import GROUPS_NOT_VISIBLE_METRIC
 
 CLUSTER = "secured-test"
 MAKE = SampleFactory(cluster=CLUSTER, collector="test-instance")
@@ -161,7 +161,7 @@ def test_without_read_on_the_commit_log_auto_falls_back_and_names_the_acl_once(
     _topic, group = lagging_group
     collector = collector_of(MONITOR_NO_COMMIT_LOG, commit_log="auto", groups_allow=[f"^{group}$"])
     results = []
-    with caplog.at_level(logging.INFO, logger="collectors.admin"):
+    with caplog.at_level(logging.INFO, logger="collectors.admin.collector"):
         for cycle in range(3):
             results.append(collector.collect(1_700_000_000_000 + cycle * 15_000, MAKE))
     for result in results:
@@ -190,7 +190,7 @@ def test_groups_without_describe_are_counted_and_named_not_dropped(
     for group in (visible, *hidden):
         admin_kafka.commit(group, topic, COMMITTED)
     collector = collector_of(MONITOR_SOME_GROUPS, groups_allow=[tag])
-    with caplog.at_level(logging.WARNING, logger="collectors.group_visibility"):
+    with caplog.at_level(logging.WARNING, logger="collectors.admin.group_visibility"):
         result = collector.collect(1_700_000_000_000, MAKE)
     assert result.ok, result.errors
     assert by_partition(result, "consumer_lag", visible) == LAG
@@ -259,7 +259,7 @@ def test_without_describe_configs_the_retention_settings_are_missed_once_by_name
     admin_kafka.produce(topic, PRODUCED)
     admin_kafka.commit(visible, topic, COMMITTED)
     collector = collector_of(MONITOR_SOME_GROUPS, groups_allow=[tag])  # no DescribeConfigs on topics
-    with caplog.at_level(logging.WARNING, logger="collectors.admin"):
+    with caplog.at_level(logging.WARNING, logger="collectors.admin.collector"):
         results = [collector.collect(1_700_000_000_000 + cycle * 15_000, MAKE) for cycle in range(2)]
     assert all(r.ok and not r.errors for r in results), [r.errors for r in results]
     assert by_partition(results[0], "consumer_lag", visible) == LAG

@@ -12,12 +12,12 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from collectors.admin import AdminCollector
-from collectors.topic_configs import policy_code
+from collectors.admin.collector import AdminCollector
+from collectors.admin.topic_configs import policy_code
+from harness.real_kafka import RealKafkaBroker
 from lagwatch.config import Config
 from lagwatch.vocabulary import CLEANUP_POLICY_CODE
-from tests.collectors.test_admin import MAKE, values
-from tests.fixtures.real_kafka import RealKafkaBroker
+from tests.collectors.admin.test_admin import MAKE, values
 
 WEEK_MS = 7 * 86_400_000
 

@@ -14,11 +14,10 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from collectors.admin import AdminCollector
-from collectors.admin_samples import NameFilter
+from collectors.admin.collector import AdminCollector
+from collectors.admin.samples import NameFilter
 from collectors.base import SampleFactory, ScrapeResult
-from collectors.commit_log import TOPIC, CommitLogReader
-from collectors.commit_log_decode import (
+from collectors.commit_log.decode import (
     GROUP_METADATA,
     OFFSET_COMMIT,
     commit_offset_and_time,
@@ -26,10 +25,11 @@ from collectors.commit_log_decode import (
     decode_key,
     decode_offset_commit,
 )
+from collectors.commit_log.reader import TOPIC, CommitLogReader
+from harness.kafka_workload import KafkaWorkload
+from harness.polling import wait_until
+from harness.real_kafka import RealKafkaBroker
 from lagwatch.config import Config
-from tests.fixtures.kafka_workload import KafkaWorkload
-from tests.fixtures.polling import wait_until
-from tests.fixtures.real_kafka import RealKafkaBroker
 
 MAKE = SampleFactory(cluster="test", collector="test-instance")
 ALL = NameFilter([".*"], [])
@@ -368,7 +368,7 @@ def test_admin_collector_falls_back_to_offset_fetch_where_the_topic_is_missing(
     )
     collector = AdminCollector(config)
     try:
-        with caplog.at_level(logging.WARNING, logger="collectors.admin"):
+        with caplog.at_level(logging.WARNING, logger="collectors.admin.collector"):
             result = collector.collect(1_700_000_000_000, MAKE)
     finally:
         collector.close()

@@ -9,7 +9,7 @@ import struct
 
 import pytest
 
-from collectors.commit_log_decode import (
+from collectors.commit_log.decode import (
     OTHER,
     CommitLogDecodeError,
     commit_offset_and_time,

@@ -12,15 +12,15 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from bench.commit_log_soak import Member
-from collectors.admin import AdminCollector
-from collectors.commit_log import CommitLogReader
-from collectors.commit_log_groups import GroupChange
-from collectors.commit_log_topics import TopicIdNamer
+from collectors.admin.collector import AdminCollector
+from collectors.commit_log.groups import GroupChange
+from collectors.commit_log.reader import CommitLogReader
+from collectors.commit_log.topics import TopicIdNamer
+from harness.kafka_workload import KafkaWorkload
+from harness.polling import wait_until
+from harness.real_kafka import RealKafkaBroker
 from lagwatch.config import Config
-from tests.collectors.test_commit_log import MAKE, started_reader
-from tests.fixtures.kafka_workload import KafkaWorkload
-from tests.fixtures.polling import wait_until
-from tests.fixtures.real_kafka import RealKafkaBroker
+from tests.collectors.commit_log.test_commit_log import MAKE, started_reader
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from collectors.commit_log_decode import (
+from collectors.commit_log.decode import (
     GROUP_METADATA,
     OFFSET_COMMIT,
     commit_offset_and_time,
@@ -17,8 +17,8 @@ from collectors.commit_log_decode import (
     decode_key,
     decode_offset_commit,
 )
-from collectors.commit_log_groups import GroupBook
-from collectors.commit_log_records import (
+from collectors.commit_log.groups import GroupBook
+from collectors.commit_log.records import (
     DECODED,
     SKIPPED,
     decode_current_assignment,

@@ -18,13 +18,13 @@ import pytest
 from confluent_kafka.admin import AdminClient
 
 from bench.commit_log_soak import Member
-from collectors.admin import AdminCollector
-from collectors.admin_samples import NameFilter, partition_pending_samples
+from collectors.admin.collector import AdminCollector
+from collectors.admin.samples import NameFilter, partition_pending_samples
+from harness.kafka_workload import KafkaWorkload
+from harness.polling import wait_until
+from harness.real_kafka import RealKafkaBroker
 from lagwatch.config import Config
-from tests.collectors.test_commit_log import MAKE
-from tests.fixtures.kafka_workload import KafkaWorkload
-from tests.fixtures.polling import wait_until
-from tests.fixtures.real_kafka import RealKafkaBroker
+from tests.collectors.commit_log.test_commit_log import MAKE
 
 EPOCH_METRICS = {"consumer_group_epoch", "consumer_group_member_epoch", "partition_pending"}
 

@@ -12,10 +12,10 @@ from collectors.jmx.jmxquery_backend import JmxqueryBackend
 from collectors.jmx.jpype_backend import JpypeBackend
 from collectors.jmx.mapping import metrics_for
 from collectors.jmx.prometheus_backend import PrometheusBackend
+from harness.jmx_double import ExporterServer, JmxDouble, SilentPort
+from harness.samples_topic import read_samples
 from lagwatch.config import parse_config
 from tests.collectors.jmx.support import MAKE, TS, broken_definition, scrape, set_known_values, values
-from tests.fixtures.jmx_double import ExporterServer, JmxDouble, SilentPort
-from tests.fixtures.samples_topic import read_samples
 
 
 def _config(targets: list[dict[str, object]]):  # type: ignore[no-untyped-def]

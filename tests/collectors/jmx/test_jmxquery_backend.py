@@ -10,12 +10,12 @@ from pathlib import Path
 from collectors.jmx.backend import JmxEndpoint, ReadResult
 from collectors.jmx.jmxquery_backend import JmxqueryBackend
 from collectors.jmx.mapping import METRICS, metrics_for
+from harness.jmx_double import JmxDouble, SilentPort
 from tests.collectors.jmx.support import broken_definition, cluster_id_definition, scrape, values
-from tests.fixtures.jmx_double import JmxDouble, SilentPort
 
 
 def test_refused_port_is_a_failed_scrape(jmx_double: JmxDouble) -> None:
-    from lagwatch.broker import free_port
+    from shell.broker import free_port
 
     result = scrape(backend="jmxquery", port=free_port())
     assert not result.ok
@@ -29,7 +29,7 @@ def test_batch_rejected_by_the_jar_is_bisected_to_the_bad_query(jmx_double: JmxD
     bad = broken_definition("kafka.server:type=a,name=b,c")
     backend = JmxqueryBackend(JmxEndpoint("127.0.0.1", jmx_double.port, 20))
     result = ReadResult()
-    backend._read_batch([bad, good], time.monotonic() + 20, result)
+    backend.read_batch([bad, good], time.monotonic() + 20, result)
     assert [(r.definition.metric, r.value) for r in result.readings] == [("leader_count", 55.0)]
     assert result.errors == [f"{bad.query()}: rejected by jmxquery: Unterminated key property part"]
     assert backend.jvm_runs == 3  # the batch, then each half

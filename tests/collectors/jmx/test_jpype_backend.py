@@ -7,9 +7,9 @@ import gc
 from collectors.jmx.backend import JmxEndpoint
 from collectors.jmx.jpype_backend import JpypeBackend
 from collectors.jmx.mapping import metrics_for
-from lagwatch.broker import free_port
+from harness.jmx_double import JmxDouble
+from shell.broker import free_port
 from tests.collectors.jmx.support import broken_definition, cluster_id_definition, scrape, values
-from tests.fixtures.jmx_double import JmxDouble
 
 
 def test_refused_port_is_a_failed_scrape() -> None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from lagwatch.broker import free_port
+from harness.jmx_double import ExporterServer, SilentPort
+from shell.broker import free_port
 from tests.collectors.jmx.support import scrape, values
-from tests.fixtures.jmx_double import ExporterServer, SilentPort
 
 STRIMZI_TEXT = """\
 # HELP kafka_server_brokertopicmetrics_messagesin_total Attribute exposed for management

@@ -16,9 +16,9 @@ from confluent_kafka.admin import AdminClient
 
 from collectors.base import ScrapeResult
 from collectors.jmx.mapping import metrics_for
+from harness.kafka_workload import KafkaWorkload
+from harness.real_kafka import RealKafkaBroker
 from tests.collectors.jmx.support import scrape, values
-from tests.fixtures.kafka_workload import KafkaWorkload
-from tests.fixtures.real_kafka import RealKafkaBroker
 
 BACKENDS = ["jpype", "jmxquery"]
 PRODUCED = {0: 120, 1: 45, 2: 7}

@@ -9,15 +9,8 @@ import uuid
 
 import pytest
 
-from collectors.kafka_protocol import (
-    BrokerConnection,
-    ProtocolError,
-    Reader,
-    Writer,
-    frame,
-    request_header,
-    response_body,
-)
+from collectors.kafka_protocol.connection import BrokerConnection
+from collectors.kafka_protocol.wire import ProtocolError, Reader, Writer, frame, request_header, response_body
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from collectors.kafka_protocol import BrokerConnection, BrokerError, Reader, api_versions, newest_common_version
-from collectors.log_dir_requests import (
+from collectors.kafka_protocol.api_versions import api_versions, newest_common_version
+from collectors.kafka_protocol.connection import BrokerConnection
+from collectors.kafka_protocol.wire import BrokerError, Reader
+from collectors.log_dirs.reader import read_partition_sizes
+from collectors.log_dirs.requests import (
     DESCRIBE_LOG_DIRS,
     LOG_DIRS_VERSIONS,
     LogDir,
@@ -20,10 +23,9 @@ from collectors.log_dir_requests import (
     decode_describe_log_dirs,
     encode_describe_log_dirs,
 )
-from collectors.log_dirs import read_partition_sizes
-from lagwatch.broker import free_port
-from tests.fixtures.kafka_workload import KafkaWorkload
-from tests.fixtures.real_kafka import RealKafkaBroker
+from harness.kafka_workload import KafkaWorkload
+from harness.real_kafka import RealKafkaBroker
+from shell.broker import free_port
 
 #: One log dir "/d" holding t[0] (1024 bytes) and a future copy of t[1] (16 bytes), as v2..v5 lay it out.
 _TOPIC = "".join(

@@ -17,15 +17,15 @@ from collections.abc import Callable
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from collectors.admin import AdminCollector
-from collectors.log_dirs import LogDirReader, PartitionSizes
-from lagwatch.broker import EmbeddedBroker
+from collectors.admin.collector import AdminCollector
+from collectors.log_dirs.reader import LogDirReader, PartitionSizes
+from harness.kafka_workload import KafkaWorkload
+from harness.real_kafka import RealKafkaBroker
 from lagwatch.config import Config
 from lagwatch.vocabulary import GROUP_SIZE_METRIC
-from tests.collectors.test_admin import MAKE, values
-from tests.collectors.test_log_dir_requests import segment_bytes_on_disk
-from tests.fixtures.kafka_workload import KafkaWorkload
-from tests.fixtures.real_kafka import RealKafkaBroker
+from shell.broker import EmbeddedBroker
+from tests.collectors.admin.test_admin import MAKE, values
+from tests.collectors.log_dirs.test_log_dir_requests import segment_bytes_on_disk
 
 PRODUCED = {0: 400, 1: 40}
 
@@ -73,7 +73,7 @@ def test_a_cluster_without_size_limits_is_never_asked() -> None:
 def test_a_secured_listener_is_said_once_and_not_connected_to(caplog: pytest.LogCaptureFixture) -> None:
     reader = LogDirReader("admin@test", {"security.protocol": "SASL_SSL"})
     try:
-        with caplog.at_level(logging.WARNING, logger="collectors.log_dirs"):
+        with caplog.at_level(logging.WARNING, logger="collectors.log_dirs.reader"):
             reads = [reader.begin(None, ["t"], time.monotonic() + 5)() for _ in range(3)]
     finally:
         reader.close()
@@ -92,7 +92,7 @@ def test_a_broker_without_the_request_is_said_once(tansu: EmbeddedBroker, caplog
     metadata = admin.list_topics(timeout=10)
     reader = LogDirReader("admin@tansu", {})
     try:
-        with caplog.at_level(logging.WARNING, logger="collectors.log_dirs"):
+        with caplog.at_level(logging.WARNING, logger="collectors.log_dirs.reader"):
             reads = [reader.begin(metadata, [topic], time.monotonic() + 5)() for _ in range(2)]
     finally:
         reader.close()

@@ -7,8 +7,9 @@ import uuid
 
 import pytest
 
-from collectors.kafka_protocol import BrokerError, Reader, decode_api_versions, encode_api_versions, error_name
-from collectors.share_group_requests import (
+from collectors.kafka_protocol.api_versions import decode_api_versions, encode_api_versions
+from collectors.kafka_protocol.wire import BrokerError, Reader, error_name
+from collectors.share_groups.requests import (
     ListedGroup,
     ShareGroupDescription,
     ShareGroupOffsets,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collectors.base import SampleFactory
-from collectors.share_group_requests import ShareGroupDescription, ShareGroupOffsets, ShareMember, SharePartitionOffset
-from collectors.share_group_samples import share_group_samples
-from collectors.share_groups import ShareGroupsRead
+from collectors.share_groups.reader import ShareGroupsRead
+from collectors.share_groups.requests import ShareGroupDescription, ShareGroupOffsets, ShareMember, SharePartitionOffset
+from collectors.share_groups.samples import share_group_samples
 from lagwatch.membership import GROUP_STATE_CODE, GROUP_TYPE_CODE
 
 MAKE = SampleFactory(cluster="test", collector="test-instance")

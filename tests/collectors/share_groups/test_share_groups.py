@@ -16,14 +16,14 @@ from typing import Any, ClassVar
 
 import pytest
 
-from collectors.admin import AdminCollector
+from collectors.admin.collector import AdminCollector
 from collectors.base import SampleFactory
-from collectors.share_groups import ShareGroupReader, read_share_groups
-from lagwatch.broker import free_port
+from collectors.share_groups.reader import ShareGroupReader, read_share_groups
+from harness.kafka_workload import KafkaWorkload
 from lagwatch.config import Config
 from lagwatch.membership import GROUP_STATE_CODE, GROUP_TYPE_CODE
-from tests.collectors.share_members import ShareMember, share_group_command
-from tests.fixtures.kafka_workload import KafkaWorkload
+from shell.broker import free_port
+from tests.collectors.share_groups.share_members import ShareMember, share_group_command
 
 MAKE = SampleFactory(cluster="test", collector="test-instance")
 PRODUCED, ACKNOWLEDGED = 1000, 300
@@ -106,7 +106,7 @@ def test_a_cluster_the_reader_cannot_connect_to_is_said_once_and_read_as_none(
         brokers: ClassVar[dict[int, Any]] = {}
 
     reader = ShareGroupReader("admin@test", {"security.protocol": "SASL_SSL"}, lambda _: True)
-    with caplog.at_level("INFO", logger="collectors.share_groups"):
+    with caplog.at_level("INFO", logger="collectors.share_groups.reader"):
         for _ in range(3):
             read = reader.read(Metadata(), time.monotonic() + 1)
             assert (read.errors, read.descriptions) == ([], {})

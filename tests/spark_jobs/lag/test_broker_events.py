@@ -16,6 +16,8 @@ import pyarrow as pa
 import pytest
 
 from collectors.jmx.collector import build_jmx_collectors
+from harness.jmx_double import JmxDouble
+from harness.kafka_workload import KafkaWorkload
 from lagwatch import lake as lakelib
 from lagwatch.config import Config, LagConfig
 from lagwatch.kafka import ensure_topic, transport_client_config
@@ -28,8 +30,6 @@ from spark_jobs.lag.reasons import format_clock
 from spark_jobs.lag.tracker import PartitionReport
 from spark_jobs.rollups import METRIC_INPUTS
 from spark_jobs.windows import SERIES_COLUMNS
-from tests.fixtures.jmx_double import JmxDouble
-from tests.fixtures.kafka_workload import KafkaWorkload
 from tests.spark_jobs.conftest import parsed_sample, run_rollups
 from tests.spark_jobs.lake_workload import collect_then_roll_up
 

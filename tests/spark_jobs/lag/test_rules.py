@@ -289,8 +289,8 @@ def test_a_consumer_falling_behind_is_warn_after_min_window_points_not_a_whole_w
 
 
 def test_docs_rules_table_is_generated_from_the_rules_table():
+    from harness.processes import ROOT
     from spark_jobs.lag import rules
-    from tests.fixtures.processes import ROOT
 
     text = (ROOT / "docs" / "rollups.md").read_text()
     assert rules.render_docs(text) == text, "docs/rollups.md is stale: run `python -m spark_jobs.lag.rules`"

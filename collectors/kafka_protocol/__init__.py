@@ -1,0 +1,1 @@
+"""Lagwatch's own Kafka protocol client, for the calls confluent-kafka lacks (share groups, log dirs)."""
