@@ -163,7 +163,7 @@ def no_jmx_targets_hint(ctx: AppContext, cluster: str, shows: str) -> str | None
         configured = ctx.config.cluster_named(cluster)
     except KeyError:
         return f"Cluster {cluster} is not in config.toml (its rows are in the lake): no JMX targets to show {shows}."
-    if configured.jmx.targets:
+    if ctx.config.jmx_targets(configured):
         return None
     return (
         f"No JMX targets for cluster {cluster} in config.toml: add one `[[clusters.jmx.targets]]` per broker under its "

@@ -10,7 +10,7 @@ OK = 0
 #: no lake, the Spark job's query failed.
 FAILED = 1
 #: The input was refused: a bad config (file and key named), a bad command line, a refused or
-#: failing SQL query.
+#: failing SQL query, `demo` pointed at a configured cluster (which Lagwatch only watches).
 BAD_INPUT = 2
 #: Kafka did not answer, or refused the login or its certificate was not trusted (cluster and cause named).
 KAFKA_UNREACHABLE = 3

@@ -186,7 +186,7 @@ def use_embedded_broker(config: Config, bootstrap_servers: str) -> None:
 
     Only the one-cluster form gets here: `[[clusters]]` entries must name their servers, so the
     embedded demo broker is never one of many clusters."""
-    config.cluster.bootstrap_servers = bootstrap_servers
+    config.use_embedded_servers(bootstrap_servers)
     if not config.transport.bootstrap_servers:
         for key, value in TANSU_PRODUCER_SETTINGS.items():
             config.transport.producer.setdefault(key, value)

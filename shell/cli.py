@@ -3,7 +3,8 @@
 Each sub-command loads and validates the whole config first, alert rules included (exit 2 on a
 bad config, with the file and key named), so a mistake is caught by whichever command runs
 first, not hours later by the one process that reads that key. Then it hands over to its part's
-`run(config, args) -> int`. Parts are imported inside the runner of their command, so `lagwatch
+`run(config, args) -> int`. The exception is `init`, which writes the config and so cannot
+need one (`SETUP_COMMANDS`). Parts are imported inside the runner of their command, so `lagwatch
 sql` never pays for starting Spark. `--config` and `--log-level` are accepted before or after the
 sub-command. Exit codes are the few in `lagwatch.exit_codes`, listed in the README.
 """
@@ -20,7 +21,7 @@ from collections.abc import Callable
 
 from lagwatch import __version__, exit_codes
 from lagwatch.config import Config, ConfigError, load_config
-from shell import dashboard, demo, stack
+from shell import dashboard, demo, init, stack
 from shell.broker import cluster_for
 
 log = logging.getLogger("lagwatch")
@@ -119,8 +120,17 @@ COMMANDS: dict[str, Runner] = {
     "api": run_api,
 }
 
+#: sub-command -> its function, for the commands that run before there is a config to load.
+SETUP_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "init": init.run,
+}
+
 
 def _add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    init.add_arguments(
+        sub.add_parser("init", help="write a commented starter config.toml for a real cluster (flags or prompts)")
+    )
+
     collect = sub.add_parser("collect", help="sample JMX metrics and consumer-group offsets into Kafka")
     collect.add_argument("--once", action="store_true", help="one cycle, flush, print a summary, exit")
 
@@ -233,6 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     from lagwatch.kafka import KafkaUnreachable
 
     try:
+        if args.command in SETUP_COMMANDS:  # it writes the config: there is none to load yet
+            return _documented(int(SETUP_COMMANDS[args.command](args)), args.command)
         config = load_and_validate(args.config)
         return _documented(int(COMMANDS[args.command](config, args) or exit_codes.OK), args.command)
     except ConfigError as exc:

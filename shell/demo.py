@@ -7,17 +7,20 @@ jumps back). A broker-JMX simulator serves Prometheus exporter text whose counte
 demo's real produce and consume counts; it is labelled as simulated everywhere (broker id
 `sim-1`), because tansu has no JMX of its own.
 
-On the embedded tansu, records go out one per produce batch so tansu reports true end offsets
-(docs/architecture.md); on a real cluster the demo's producer batches as any producer does.
-Groups commit with explicit offsets and no group membership (assign, not subscribe): their
-behaviour is then exact and deterministic, and Kafka lists them as empty groups, which
-Lagwatch keeps evaluating.
+The demo runs only on the embedded broker: it creates topics and commits offsets as consumer
+groups, and a monitor must never write into a cluster it watches, so pointed at a configured
+cluster it refuses before connecting. Its topics and groups are named `lagwatch-demo…` so they
+are never mistaken for real ones. Records go out one per produce batch so tansu reports true
+end offsets (docs/architecture.md). Groups commit with explicit offsets and no group
+membership (assign, not subscribe): their behaviour is then exact and deterministic, and Kafka
+lists them as empty groups, which Lagwatch keeps evaluating.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -25,7 +28,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
+from lagwatch import exit_codes
 from lagwatch.config import Config
+from lagwatch.config.demo import SIMULATED_BROKER
 from lagwatch.kafka import TANSU_PRODUCER_SETTINGS, check_reachable, cluster_client_config, ensure_topic
 from lagwatch.stop_signals import stop_on_signals
 from shell.broker import cluster_for
@@ -37,7 +42,9 @@ COORDINATOR_NOT_READY = frozenset(
     {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE, KafkaError.COORDINATOR_LOAD_IN_PROGRESS}
 )
 
-SIMULATED_BROKER = "sim-1"
+#: Every demo topic and group starts with this, so none is mistaken for a real one (and none
+#: for Lagwatch's own `lagwatch.*` topics and `lagwatch-collectors` group).
+DEMO_PREFIX = "lagwatch-demo"
 
 
 @dataclass(frozen=True)
@@ -59,18 +66,18 @@ class DemoGroup:
 
 
 TOPICS = (
-    DemoTopic("demo.orders", 6, 0.5),
-    DemoTopic("demo.payments", 3, 0.3),
-    DemoTopic("demo.audit", 1, 0.2),
+    DemoTopic(f"{DEMO_PREFIX}.orders", 6, 0.5),
+    DemoTopic(f"{DEMO_PREFIX}.payments", 3, 0.3),
+    DemoTopic(f"{DEMO_PREFIX}.audit", 1, 0.2),
 )
 
 GROUPS = (
-    DemoGroup("orders-service", "demo.orders", "healthy"),
-    DemoGroup("orders-analytics", "demo.orders", "slow", speed=0.5),
-    DemoGroup("payments-ledger", "demo.payments", "healthy"),
-    DemoGroup("payments-archiver", "demo.payments", "stopped"),
-    DemoGroup("audit-indexer", "demo.audit", "stalled"),
-    DemoGroup("orders-replayer", "demo.orders", "rewinding"),
+    DemoGroup(f"{DEMO_PREFIX}-orders-service", f"{DEMO_PREFIX}.orders", "healthy"),
+    DemoGroup(f"{DEMO_PREFIX}-orders-analytics", f"{DEMO_PREFIX}.orders", "slow", speed=0.5),
+    DemoGroup(f"{DEMO_PREFIX}-payments-ledger", f"{DEMO_PREFIX}.payments", "healthy"),
+    DemoGroup(f"{DEMO_PREFIX}-payments-archiver", f"{DEMO_PREFIX}.payments", "stopped"),
+    DemoGroup(f"{DEMO_PREFIX}-audit-indexer", f"{DEMO_PREFIX}.audit", "stalled"),
+    DemoGroup(f"{DEMO_PREFIX}-orders-replayer", f"{DEMO_PREFIX}.orders", "rewinding"),
 )
 
 
@@ -234,18 +241,30 @@ def serve_exporter(counters: DemoCounters, port: int) -> ThreadingHTTPServer:
     return server
 
 
+def refusal(config: Config) -> str | None:
+    """Why the demo must not run on this config's cluster (None: it may). Decided from the config
+    alone, before any connection, so a configured cluster is never touched."""
+    if config.on_embedded_broker:
+        return None
+    return (
+        f"lagwatch demo runs only on the embedded broker: cluster {config.cluster.name!r} "
+        f"({config.cluster.bootstrap_servers}) is a configured cluster, which Lagwatch only watches, and the demo "
+        "would create topics and commit offsets as consumer groups on it. To run the demo, use a config with "
+        "no bootstrap_servers (and no [[clusters]]): Lagwatch then starts its embedded tansu broker."
+    )
+
+
 def run(config: Config, args: argparse.Namespace) -> int:
-    embedded = config.embedded_broker  # before cluster_for fills in the embedded broker's address
+    refused = refusal(config)
+    if refused:
+        print(f"lagwatch: {refused}", file=sys.stderr)
+        return exit_codes.BAD_INPUT
     with cluster_for(config) as config:
         check_reachable(cluster_client_config(config))
-        workload = DemoWorkload(config, embedded)
+        workload = DemoWorkload(config, embedded=True)
         workload.setup()
         server = serve_exporter(workload.counters, config.demo.jmx_sim_port)
-        log.info(
-            "demo: simulated broker JMX (broker %s) at http://127.0.0.1:%d/metrics",
-            SIMULATED_BROKER,
-            config.demo.jmx_sim_port,
-        )
+        log.info("demo: simulated broker JMX (broker %s) at %s", SIMULATED_BROKER, config.demo.simulated_target().url)
         stop = threading.Event()
         stop_on_signals(stop, "stopping the demo")
         duration = float(getattr(args, "duration_s", 0) or 0)

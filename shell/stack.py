@@ -2,7 +2,8 @@
 
 `up` starts the parts as separate processes, in dependency order, each announced with how
 long it took to become ready: the embedded broker (when no bootstrap servers are configured),
-the demo workload, the collectors, the Spark job, the dashboard and the HTTP API (`lagwatch
+the demo workload (on the embedded broker only: a configured cluster is watched, never written
+to), the collectors, the Spark job, the dashboard and the HTTP API (`lagwatch
 api`), which runs the alert engine on a thread of its process (`--with-alerts`). Ctrl-C sends
 SIGTERM to all of them at once (none depends on another to stop; all depend on the broker,
 which goes last), so the collectors flush and the Spark query stops between batches while the
@@ -225,6 +226,15 @@ def _check_server_secrets(config: Config) -> None:
         config.api.token()
 
 
+def _with_demo(config: Config, no_demo: bool) -> bool:
+    """The demo (and its simulated JMX) runs on the embedded broker only, unless `--no-demo`: on a
+    configured cluster it would create topics and commit offsets in a cluster Lagwatch only watches."""
+    if not config.on_embedded_broker:
+        log.info("no demo: cluster %s is a configured cluster, which Lagwatch only watches", config.cluster.name)
+        return False
+    return not no_demo
+
+
 def run_up(config: Config, args: argparse.Namespace) -> int:
     _check_server_secrets(config)
     stop = {"requested": False}
@@ -246,7 +256,7 @@ def run_up(config: Config, args: argparse.Namespace) -> int:
             check_reachable(cluster_client_config(config))
             print(f"broker {bootstrap} ready in {time.monotonic() - started:.1f} s", flush=True)
             env = {**os.environ, EMBEDDED_BOOTSTRAP_ENV: bootstrap} if embedded else dict(os.environ)
-            parts = _components(config, with_demo=not args.no_demo)
+            parts = _components(config, with_demo=_with_demo(config, args.no_demo))
             ok = False
             try:
                 ok = _start_in_order(parts, env, logs, stop, lambda: _write_state(config, bootstrap, parts))

@@ -1,8 +1,11 @@
 """The whole stack as `make run` starts it: `lagwatch up` with the demo workload.
 
-It runs twice: on the embedded tansu (what `make run` uses) and on a real Apache Kafka broker
-with the samples topic on it too (batched publisher) and the broker's own JMX scraped by the
-jpype backend beside the demo's simulated exporter.
+It runs twice: on the embedded tansu (what `make run` uses: `up` runs the demo and scrapes its
+simulated JMX) and on a real Apache Kafka broker configured as the cluster, with the samples
+topic on it too (batched publisher) and the broker's own JMX scraped by the jpype backend.
+There `up` runs no demo and no simulated JMX, since a configured cluster is only watched: the
+test drives the demo's groups itself, as the applications on that cluster, and checks that
+`up` added nothing to the broker but Lagwatch's own `lagwatch.*` topics and consumer groups.
 
 Within a bounded time the slow group must be WARN with time lag rising and the stopped group
 STOP, each with its reason; an alert for the slow group must reach a real webhook receiver;
@@ -19,28 +22,38 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from harness.local_stack import stack_logs
 from harness.real_kafka import RealKafkaBroker
 from harness.webhook_receiver import WebhookReceiver
+from lagwatch.config import parse_config
 from lagwatch.lake import connect_readonly
 from shell.broker import free_port
+from shell.demo import DEMO_PREFIX, GROUPS, DemoWorkload
 
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 UP_TIMEOUT_S = 300
 STATUS_TIMEOUT_S = 300
-SLOW, STOPPED = "orders-analytics", "payments-archiver"
+_BY_BEHAVIOUR = {group.behaviour: group for group in GROUPS}
+SLOW, STOPPED = _BY_BEHAVIOUR["slow"].group_id, _BY_BEHAVIOUR["stopped"].group_id
+STOPPED_TOPIC = _BY_BEHAVIOUR["stopped"].topic
+COORDINATION_GROUP = "e2e-collectors"
+DEMO_RATE = 30
 
 
 def _real_broker_sections(kafka: RealKafkaBroker) -> str:
-    """A configured cluster: the real broker, and its JMX scraped beside the simulated exporter."""
+    """A configured cluster: the real broker, and its JMX (no simulated exporter beside it)."""
     return f"""
 bootstrap_servers = "{kafka.bootstrap_servers}"
 [[jmx.targets]]
@@ -61,11 +74,7 @@ name = "e2e"
 [collect]
 interval_s = 2
 timeout_s = 2
-coordination_group = "e2e-collectors"
-[[jmx.targets]]
-broker = "sim-1"
-backend = "prometheus"
-url = "http://127.0.0.1:{sim_port}/metrics"
+coordination_group = "{COORDINATION_GROUP}"
 [lake]
 path = "lake"
 duckdb_path = "lagwatch.duckdb"
@@ -80,7 +89,7 @@ port = {dashboard_port}
 [api]
 port = {api_port}
 [demo]
-rate = 30
+rate = {DEMO_RATE}
 jmx_sim_port = {sim_port}
 [alerts]
 evaluate_every_s = 2
@@ -182,6 +191,64 @@ def _real_jmx_rate(tmp_path: Path) -> float:
     return float(rate or 0)
 
 
+@dataclass(frozen=True)
+class BrokerNames:
+    topics: frozenset[str]
+    groups: frozenset[str]
+
+
+def _broker_names(bootstrap: str) -> BrokerNames:
+    """The broker's topics and consumer groups, as an operator would list them."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    topics = admin.list_topics(timeout=10).topics
+    groups = admin.list_consumer_groups(request_timeout=10).result()
+    return BrokerNames(frozenset(topics), frozenset(g.group_id for g in groups.valid))
+
+
+class WatchedApplications:
+    """The demo's groups, driven by the test on its real broker: the applications a configured
+    cluster runs, which `lagwatch up` only watches (it runs no demo there). One tick a second on a
+    thread; the topics and the groups exist once entered."""
+
+    def __init__(self, bootstrap: str) -> None:
+        config = parse_config({"cluster": {"bootstrap_servers": bootstrap}, "demo": {"rate": DEMO_RATE}}, environ={})
+        self.workload = DemoWorkload(config)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="watched-applications", daemon=True)
+
+    def __enter__(self) -> WatchedApplications:
+        self.workload.setup()
+        self.workload.tick()
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(1.0):
+            self.workload.tick()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self.workload.close()
+
+
+def _assert_up_added_only_its_own(bootstrap: str, before: BrokerNames, log: Path) -> None:
+    """On a configured cluster `up` ran no demo: after many collector cycles the broker holds only
+    what was there before plus Lagwatch's own `lagwatch.*` topics (and Kafka's internal ones) and
+    Lagwatch's own consumer groups."""
+    after = _broker_names(bootstrap)
+    new_topics, new_groups = after.topics - before.topics, after.groups - before.groups
+    assert "lagwatch.samples" in new_topics, new_topics
+    assert all(t.startswith(("lagwatch.", "__")) for t in new_topics), new_topics
+    own = {g for g in new_groups if g == COORDINATION_GROUP or g.startswith(("lagwatch.", "lagwatch-"))}
+    assert new_groups == own and not any(g.startswith(DEMO_PREFIX) for g in new_groups), new_groups
+    text = log.read_text()
+    assert "no demo: cluster e2e is a configured cluster" in text and "demo ready" not in text, text[-3000:]
+    print(f"\nadded by `up` on the configured cluster: topics {sorted(new_topics)}, groups {sorted(new_groups)}")
+
+
 @pytest.fixture(params=["tansu", "kafka"])
 def stack_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[RealKafkaBroker | None]:
     """None: `lagwatch up` starts its embedded tansu; else a real broker of this test's own."""
@@ -192,9 +259,24 @@ def stack_broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Rea
         yield kafka
 
 
+@pytest.fixture
+def watched(stack_broker: RealKafkaBroker | None) -> Iterator[BrokerNames | None]:
+    """On the real broker: its own applications running (`WatchedApplications`), and its topics
+    and groups before `up` starts; None on tansu, where `up` runs the demo itself."""
+    if stack_broker is None:
+        yield None
+        return
+    with WatchedApplications(stack_broker.bootstrap_servers):
+        yield _broker_names(stack_broker.bootstrap_servers)
+
+
 @pytest.mark.slow
 def test_make_run_stack_judges_groups_alerts_and_shows_it(
-    tmp_path: Path, webhook_receiver: WebhookReceiver, artifacts_dir: Path, stack_broker: RealKafkaBroker | None
+    tmp_path: Path,
+    webhook_receiver: WebhookReceiver,
+    artifacts_dir: Path,
+    stack_broker: RealKafkaBroker | None,
+    watched: BrokerNames | None,
 ) -> None:
     config, dashboard_port = _config(tmp_path, webhook_receiver, stack_broker)
     started = time.monotonic()
@@ -247,12 +329,13 @@ def test_make_run_stack_judges_groups_alerts_and_shows_it(
 
         # The lake agrees with the broker: the stopped group's committed offsets no longer move, so
         # the newest lag_1m window must hold exactly what the demo committed.
-        broker_committed = _committed_total(bootstrap, STOPPED, "demo.payments")
+        broker_committed = _committed_total(bootstrap, STOPPED, STOPPED_TOPIC)
         assert broker_committed > 0
         assert _lake_committed_total(tmp_path, STOPPED) == broker_committed
 
-        if stack_broker is not None:  # the real broker's own MBeans reached the lake as rates
+        if stack_broker is not None and watched is not None:  # the real broker's own MBeans reached the lake
             assert _real_jmx_rate(tmp_path) > 0
+            _assert_up_added_only_its_own(stack_broker.bootstrap_servers, watched, log)
 
         _check_dashboard(dashboard_port, tmp_path, artifacts_dir)
         timings = f"up {up_s:.0f} s, WARN+STOP and rising time lag {judged_s:.0f} s, alert {alerted_s:.0f} s"

@@ -1,8 +1,8 @@
 """Soak: `lagwatch up` on a real Kafka broker for an hour (`python -m bench soak [--minutes N]`).
 
 Does Lagwatch stay flat over hours, as a monitor running for months must? The stack runs as an
-operator runs it (bench/soak/stack.py: real broker, the demo, broker JMX, 5 s collector interval)
-with 500 extra consumer groups × 10 partitions whose offsets move every cycle
+operator runs it (bench/soak/stack.py: real broker, broker JMX, 5 s collector interval) with
+the demo's groups and 500 extra consumer groups × 10 partitions whose offsets move every cycle
 (bench/soak/workload.py). Every minute the sampler records memory, CPU, lake, checkpoint,
 freshness and serving times (bench/soak/sampler.py, browser.py); at the end the bars are judged
 (bench/soak/bars.py) and every measure is charted in bench/soak-report.html (report.py).

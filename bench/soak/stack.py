@@ -1,11 +1,9 @@
 """`lagwatch up` against a real Kafka broker in a scratch folder, for the soak.
 
 The config is the shipped one with the parts a production deployment changes: `[cluster]`
-points at the real broker (so `up` starts no embedded broker but still runs the demo, which
-produces and commits on that broker), the broker's own JMX is read through jpype instead of the
-demo's simulated exporter, the collector runs every 5 s, and every port is a free one.
-The demo's simulator still serves on its own free port: `up` waits for it as the demo's
-readiness signal.
+points at the real broker (so `up` starts no embedded broker and no demo: a configured cluster
+is only watched; the demo's groups run in the soak's own workload, bench/soak/workload.py), the
+broker's own JMX is read through jpype, the collector runs every 5 s, and every port is a free one.
 """
 
 from __future__ import annotations
@@ -50,9 +48,6 @@ port = {free_port()}
 
 [api]
 port = {free_port()}
-
-[demo]
-jmx_sim_port = {free_port()}
 """
 
 

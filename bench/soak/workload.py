@@ -6,6 +6,9 @@ commits through the admin API (alter_consumer_group_offsets, no members) at a la
 per group and cycle. The collectors then read 5,000 committed offsets per cycle, and the commit
 log sees 5,000 commits, as with a busy cluster's consumers.
 
+Beside them, on a thread, the demo's groups (healthy, slow, stopped, stalled, rewinding) run
+as the applications Lagwatch watches: `lagwatch up` runs no demo on a configured cluster.
+
 Runs as its own process (`python -m bench.soak.workload BOOTSTRAP`), so its CPU is not charged
 to the soak's sampler or browser; SIGTERM stops it between cycles.
 """
@@ -21,7 +24,9 @@ import time
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from lagwatch.config import parse_config
 from lagwatch.kafka import ensure_topic
+from shell.demo import DemoWorkload
 
 GROUPS = 500
 PARTITIONS = 10
@@ -92,6 +97,17 @@ def run(bootstrap: str, interval_s: float, stop: threading.Event) -> int:
     return cycle
 
 
+def run_demo(bootstrap: str, stop: threading.Event) -> None:
+    """The demo's workload on the soak's broker, one tick a second until `stop`."""
+    workload = DemoWorkload(parse_config({"cluster": {"bootstrap_servers": bootstrap}}, environ={}))
+    workload.setup()
+    try:
+        while not stop.wait(1.0):
+            workload.tick()
+    finally:
+        workload.close()
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.soak.workload")
     parser.add_argument("bootstrap")
@@ -100,7 +116,10 @@ def main(argv: list[str]) -> int:
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
+    demo = threading.Thread(target=run_demo, args=(args.bootstrap, stop), name="demo-groups")
+    demo.start()
     cycles = run(args.bootstrap, args.interval_s, stop)
+    demo.join()
     print(f"soak workload: {cycles} cycles", file=sys.stderr, flush=True)
     return 0
 

@@ -114,14 +114,15 @@ def target_name(config: Config, cluster: ClusterConfig, target: JmxTarget) -> st
 
 
 def build_jmx_collectors(config: Config) -> list[Collector]:
-    """One collector per JMX target of every cluster, each with its own timeout (else collect.timeout_s).
+    """One collector per JMX target of every cluster (`Config.jmx_targets`: the demo's simulated one
+    only on the embedded broker), each with its own timeout (else collect.timeout_s).
 
     When any target uses jpype, the in-process JVM starts here, on the caller's (main) thread
     and before the first cycle, so its start-up never eats into a scrape's timeout. Its RMI
     timeouts are process-wide, so they take the longest target timeout.
     """
     timeout_s, jvm_path = config.collect.timeout_s, config.jmx.jvm_path
-    targets = [(cluster, target) for cluster in config.clusters for target in cluster.jmx.targets]
+    targets = [(cluster, target) for cluster in config.clusters for target in config.jmx_targets(cluster)]
     collectors: list[Collector] = [
         JmxCollector(t, timeout_s, jvm_path, cluster=c.name, name=target_name(config, c, t)) for c, t in targets
     ]

@@ -10,12 +10,15 @@ from lagwatch.config.base import Duration, OptionalDuration, StrictModel
 
 
 class AlertReceiver(StrictModel):
+    #: The name rules give in `receivers`.
     name: str = Field(min_length=1)
     #: A registered receiver type: webhook | slack | alertmanager (checked against the registry at load).
     type: str = Field("webhook", min_length=1)
+    #: Where deliveries go (alertmanager: its base URL, POSTed to <url>/api/v2/alerts).
     url: str = Field(min_length=1)
     #: Environment variable holding the HMAC secret for the signature header.
     secret_env: str | None = None
+    #: Seconds one delivery request may take.
     timeout_s: float = Field(5, gt=0)
     #: Extra HTTP headers sent with every delivery (e.g. an Authorization scheme the receiver wants).
     headers: dict[str, str] = Field(default_factory=dict)
@@ -26,18 +29,29 @@ class AlertReceiver(StrictModel):
 class AlertRule(StrictModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
+    #: The alert's name (its alertname label); a rule named like a default rule replaces it.
     name: str = Field(min_length=1)
     #: threshold | status | absence | rate
     kind: Literal["threshold", "status", "absence", "rate"] = "threshold"
+    #: A collector metric, a numeric column of lag_1m / group_status / pipeline_progress, status, or dead_letters.
     metric: str = Field(min_length=1)
+    #: One alert per value of these labels; rows without them are not part of the rule.
     by: list[str] = Field(default_factory=list)
+    #: How the value is compared with `threshold`.
     op: Literal[">", ">=", "<", "<=", "==", "!="] = ">"
+    #: The value the series is compared with.
     threshold: float = 0
+    #: How long the condition must hold before the alert fires.
     for_: Duration = Field("0s", alias="for")
+    #: The alert's severity label.
     severity: str = "warning"
+    #: Receivers (by name) this rule's alerts go to; empty: every configured receiver.
     receivers: list[str] = Field(default_factory=list)
+    #: Extra labels every alert of this rule carries.
     labels: dict[str, str] = Field(default_factory=dict)
+    #: Alert text, a Python str.format template (fields in docs/alerts.md, "Templates").
     summary: str = ""
+    #: Longer alert text, a template like `summary`.
     description: str = ""
     #: Lake table to read; empty: chosen from `metric` (lag_1m / group_status / pipeline_progress
     #: column, "dead_letters", else a metric name in metrics_1m).
@@ -61,8 +75,11 @@ class AlertRule(StrictModel):
 class InhibitRule(StrictModel):
     """Alertmanager-style inhibition: an active source alert mutes matching targets with equal labels."""
 
+    #: Labels (and values) an active alert must have to mute others.
     source_match: dict[str, str] = Field(default_factory=dict)
+    #: Labels (and values) of the alerts it mutes.
     target_match: dict[str, str] = Field(default_factory=dict)
+    #: Labels the source and target alerts must share, with equal values.
     equal: list[str] = Field(default_factory=lambda: ["cluster"])
 
 
@@ -70,17 +87,25 @@ class AlertsConfig(StrictModel):
     #: Start the engine beside the dashboard and the API (`lagwatch dashboard`, `lagwatch up`), so
     #: alerts go out whether or not anyone has the page open. `lagwatch alerts` runs it either way.
     run: bool = True
+    #: Seconds between two evaluations of the rules.
     evaluate_every_s: float = Field(15, gt=0)
     #: Notification groups: one per value of these labels. group_id (a label of lag alerts only)
     #: gives each consumer group its own group_wait / group_interval; alerts without it (brokers,
     #: pipeline) group by alertname and cluster alone, as Alertmanager does with a missing label.
     group_by: list[str] = Field(default_factory=lambda: ["alertname", "cluster", "group_id"])
+    #: How long a new notification group waits before its first notification.
     group_wait: Duration = "30s"
+    #: How often a group is looked at again; it sends when an alert joined or resolved.
     group_interval: Duration = "5m"
+    #: A group whose alerts still fire, unchanged, is sent again after this.
     repeat_interval: Duration = "4h"
+    #: Folder of the engine's state and the silences; relative: against the config file's folder.
     state_dir: str = "state/alerts"
+    #: Evaluate the default rules (docs/alerts.md) besides `[[alerts.rules]]`.
     use_default_rules: bool = True
+    #: Where notifications go; none: alerts are evaluated and recorded, not sent.
     receivers: list[AlertReceiver] = Field(default_factory=list)
+    #: Alert rules of your own (docs/alerts.md, "Rules").
     rules: list[AlertRule] = Field(default_factory=list)
     #: Default inhibition: a down broker (category broker_down) or a cluster that cannot be read at
     #: all (category cluster_down) mutes the lag alerts of its cluster.
@@ -97,13 +122,17 @@ class AlertsConfig(StrictModel):
     leadership: Literal["kafka", "kafka_strict", "none"] = "kafka"
     #: Single-partition topic whose partition 0 holder is the sending engine; empty: lagwatch.alerts.leader.<cluster>.
     leader_topic: str = ""
+    #: Session timeout of the leadership group: how soon another engine takes over from a dead one.
     leader_session_timeout_ms: int = Field(10_000, ge=1000)
-    #: Outbox retry backoff: first delay, cap, and age after which a notification is given up (failed).
+    #: Outbox retry backoff: the first delay, doubling (with jitter) up to `retry_max_s`.
     retry_initial_s: float = Field(1, gt=0)
+    #: Longest delay between two retries of a notification.
     retry_max_s: float = Field(300, gt=0)
+    #: A notification still undelivered at this age is given up (recorded as failed).
     give_up_after_s: float = Field(86_400, gt=0)
-    #: Default rules' thresholds.
+    #: ConsumerTimeLagHigh (a default rule) fires when a group is more seconds behind than this.
     default_time_lag_threshold_s: float = Field(300, gt=0)
+    #: PipelineStale (a default rule) fires when lake data is more seconds behind than this.
     default_freshness_threshold_s: float = Field(60, gt=0)
     #: RetentionMarginLow fires when retention will reach a group's committed offset sooner than this.
     default_retention_margin_threshold_s: float = Field(3600, gt=0)

@@ -14,12 +14,14 @@ from lagwatch.config.secrets import check_client_props
 class ClusterJmx(StrictModel):
     """A cluster's own JMX endpoints ([[clusters.jmx.targets]] or [[cluster.jmx.targets]])."""
 
+    #: JMX endpoints of this cluster's brokers and consumer clients.
     targets: list[JmxTarget] = Field(default_factory=list)
 
 
 class ClusterConfig(StrictModel):
     """One monitored cluster: `[cluster]` (the one-cluster form) or an entry of `[[clusters]]`."""
 
+    #: Names the cluster in every sample, table and alert (the `cluster` label); unique among `[[clusters]]`.
     name: str = Field("local", min_length=1)
     #: Empty: start the embedded tansu broker on a free loopback port (the one-cluster form only).
     bootstrap_servers: str = ""
@@ -30,6 +32,7 @@ class ClusterConfig(StrictModel):
     jmx: ClusterJmx = Field(default_factory=ClusterJmx)
     #: Unset: `[collect] groups_allow` / `groups_deny` (filled in when the config loads).
     groups_allow: list[str] | None = None
+    #: Unset: `[collect] groups_deny`.
     groups_deny: list[str] | None = None
     #: Thresholds for every group of this cluster (keys as in `[lag.group_thresholds]`, which
     #: still wins for the groups it names).

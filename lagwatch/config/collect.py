@@ -10,13 +10,17 @@ from lagwatch.config.base import StrictModel, compiled_regexes
 
 
 class CollectConfig(StrictModel):
+    #: Seconds between two collector cycles.
     interval_s: float = Field(15, gt=0)
     #: Wall-clock limit for one target's scrape; never longer than the interval.
     timeout_s: float = Field(5, gt=0)
     #: Consumer groups whose id matches any allow regex and no deny regex are collected.
     groups_allow: list[str] = Field(default_factory=lambda: [".*"])
+    #: Regexes of consumer group ids never collected (deny wins over allow).
     groups_deny: list[str] = Field(default_factory=list)
+    #: Topics whose name matches any allow regex and no deny regex are collected.
     topics_allow: list[str] = Field(default_factory=lambda: [".*"])
+    #: Regexes of topics never collected (by default the internal `__…` topics).
     topics_deny: list[str] = Field(default_factory=lambda: ["^__"])
     #: Parallel admin requests in flight (ListOffsets batches, group offset fetches).
     admin_concurrency: int = Field(16, ge=1)
@@ -34,10 +38,14 @@ class CollectConfig(StrictModel):
     buffer_samples: int = Field(200_000, ge=100)
     #: Collector instances coordinate through this consumer group and topic (scale-out).
     coordination_group: str = "lagwatch-collectors"
+    #: Topic whose partitions (one per target) the coordination group shares out.
     coordination_topic: str = "lagwatch.collect.targets"
+    #: Session timeout of the coordination group: how soon a dead instance's targets move to the others.
     session_timeout_ms: int = Field(10_000, ge=1000)
     #: Set to false to scrape every target from this instance without coordination.
     coordinate: bool = True
+    #: This collector's name: its client id in the coordination group and on its heartbeats;
+    #: empty: host name and process id.
     instance_id: str = ""
 
     # -- commit log (docs/admin-collector.md, "Commit log") --

@@ -19,8 +19,11 @@ from lagwatch.config.secrets import (
 class DashboardConfig(StrictModel):
     """The Streamlit server. Whether the alert engine runs beside it is `[alerts] run`."""
 
+    #: Address the dashboard listens on; any but loopback needs auth = "oidc" (or allow_anonymous).
     host: str = "127.0.0.1"
+    #: Port the dashboard listens on.
     port: int = Field(8501, ge=1, le=65535)
+    #: Seconds between two automatic refreshes of a page.
     refresh_s: float = Field(10, gt=0)
 
     # -- who may look, who may act (docs/dashboard.md, "Authentication") --
@@ -31,6 +34,7 @@ class DashboardConfig(StrictModel):
     allow_anonymous: bool = False
     #: auth = "oidc": the provider's discovery document (…/.well-known/openid-configuration).
     oidc_server_metadata_url: str = ""
+    #: auth = "oidc": the client id registered with the provider (its secret comes from the environment).
     oidc_client_id: str = ""
     #: Scopes asked for at login; add the one your provider needs to put groups in the ID token.
     oidc_scopes: list[str] = Field(default_factory=lambda: ["openid", "email", "profile"])
@@ -42,6 +46,7 @@ class DashboardConfig(StrictModel):
     #: ID-token claim holding the user's groups (a dotted path reaches a nested claim, e.g.
     #: "realm_access.roles"); members of any allowed_groups may act.
     groups_claim: str = "groups"
+    #: Groups (values of `groups_claim`) whose members may act.
     allowed_groups: list[str] = Field(default_factory=list)
 
     _oidc_client_secret: str = PrivateAttr("")

@@ -8,11 +8,13 @@ from lagwatch.config.base import StrictModel
 
 
 class LakeConfig(StrictModel):
+    #: Folder of the Parquet lake; a relative path resolves against the config file's folder.
     path: str = "lake"
     #: DuckDB file holding only views over the lake (opened read-only by readers).
     duckdb_path: str = "lagwatch.duckdb"
     #: Days to keep per table; tables not named keep `default_retention_days`.
     default_retention_days: float = Field(30, gt=0)
+    #: Days to keep per lake table, by table name: {lag_1m = 90}.
     retention_days: dict[str, float] = Field(default_factory=dict)
     #: Files per table partition that trigger compaction.
     compact_after_files: int = Field(32, ge=2)

@@ -6,10 +6,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from lagwatch.config.demo import SIMULATED_BROKER
+from lagwatch.config.jmx import JmxTarget
+
 #: The package's one logger name, so operators filter every config message the same way.
 log = logging.getLogger("lagwatch.config")
 
 RUN_ALERTS_DEPRECATED = "[dashboard] run_alerts is deprecated; use [alerts] run"
+SIMULATED_TARGET_MOVED = (
+    f'[[jmx.targets]] broker = "{SIMULATED_BROKER}" is the demo\'s simulated JMX, which [demo] adds by '
+    "itself when the demo runs on the embedded broker (never beside a configured cluster): remove this target"
+)
 
 
 def moved_keys(data: Any) -> Any:
@@ -37,3 +44,13 @@ def _moved_run_alerts(data: Any) -> Any:
     log.warning("%s (reading run_alerts = %r as [alerts] run)", RUN_ALERTS_DEPRECATED, value)
     moved["alerts"] = {**alerts, "run": value}
     return moved
+
+
+def without_simulated_target(targets: list[JmxTarget]) -> list[JmxTarget]:
+    """`targets` without the demo's simulated one, which older shipped configs listed in
+    `[[jmx.targets]]`: `[demo]` owns it now, so it is scraped only on the embedded broker.
+    Dropped after validation, so an error in another target still names it by its place in the file."""
+    kept = [target for target in targets if target.broker != SIMULATED_BROKER]
+    if len(kept) != len(targets):
+        log.warning(SIMULATED_TARGET_MOVED)
+    return kept

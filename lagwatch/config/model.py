@@ -19,10 +19,10 @@ from lagwatch.config.cluster import ClusterConfig
 from lagwatch.config.collect import CollectConfig
 from lagwatch.config.dashboard import DashboardConfig
 from lagwatch.config.demo import DemoConfig
-from lagwatch.config.jmx import JmxConfig
+from lagwatch.config.jmx import JmxConfig, JmxTarget
 from lagwatch.config.lag import LagConfig
 from lagwatch.config.lake import LakeConfig
-from lagwatch.config.legacy import moved_keys
+from lagwatch.config.legacy import moved_keys, without_simulated_target
 from lagwatch.config.spark import SparkConfig
 from lagwatch.config.transport import TransportConfig
 
@@ -32,20 +32,32 @@ class Config(StrictModel):
     cluster: ClusterConfig = Field(default_factory=ClusterConfig)
     #: Every monitored cluster: the `[[clusters]]` entries, or `[cluster]` alone.
     clusters: list[ClusterConfig] = Field(default_factory=list)
+    #: Where samples travel between the collectors and the Spark job.
     transport: TransportConfig = Field(default_factory=TransportConfig)
+    #: What the admin collector reads, how often, and how its instances share the work.
     collect: CollectConfig = Field(default_factory=CollectConfig)
+    #: JMX: the one-cluster form's endpoints, and the JVM the jpype backend loads.
     jmx: JmxConfig = Field(default_factory=JmxConfig)
+    #: Where the Parquet lake lives, how long each table keeps rows, and compaction.
     lake: LakeConfig = Field(default_factory=LakeConfig)
+    #: The streaming job: its master, Kafka source, batch sizes and outage limits.
     spark: SparkConfig = Field(default_factory=SparkConfig)
+    #: The knobs of the lag rules (docs/rollups.md).
     lag: LagConfig = Field(default_factory=LagConfig)
+    #: The Streamlit dashboard: where it listens, and who may look and act.
     dashboard: DashboardConfig = Field(default_factory=DashboardConfig)
+    #: The alert engine: rules, receivers, grouping and leadership (docs/alerts.md).
     alerts: AlertsConfig = Field(default_factory=AlertsConfig)
+    #: The built-in demo workload (`lagwatch demo`).
     demo: DemoConfig = Field(default_factory=DemoConfig)
+    #: The read-only HTTP API (`lagwatch api`, docs/api.md).
     api: ApiConfig = Field(default_factory=ApiConfig)
 
     #: Where the file was read from; relative paths in the config resolve against its folder.
     source_path: str = Field("", exclude=True)
     _clusters_resolved: bool = PrivateAttr(False)
+    #: The embedded broker's address once a command has pointed the config at it.
+    _embedded_servers: str = PrivateAttr("")
 
     @model_validator(mode="before")
     @classmethod
@@ -59,6 +71,8 @@ class Config(StrictModel):
         if self._clusters_resolved:  # an assignment re-runs model validators
             return self
         self._clusters_resolved = True
+        for jmx in (self.jmx, self.cluster.jmx, *(cluster.jmx for cluster in self.clusters)):
+            jmx.__dict__["targets"] = without_simulated_target(jmx.targets)
         if not self.clusters:
             self.__dict__["clusters"] = [self.cluster]  # not an assignment: that would re-run this validator
             self.cluster.jmx.targets.extend(self.jmx.targets)
@@ -76,7 +90,26 @@ class Config(StrictModel):
 
     @property
     def embedded_broker(self) -> bool:
+        """No servers configured: a Kafka command starts (or shares) the embedded tansu."""
         return not self.cluster.bootstrap_servers
+
+    @property
+    def on_embedded_broker(self) -> bool:
+        """The home cluster is the embedded tansu, before or after a command filled in its address:
+        the one cluster Lagwatch may write demo traffic to. A configured cluster is only watched."""
+        return self.embedded_broker or self.cluster.bootstrap_servers == self._embedded_servers
+
+    def use_embedded_servers(self, bootstrap_servers: str) -> None:
+        """Point the home cluster at a running embedded broker, remembering that it is one."""
+        self._embedded_servers = bootstrap_servers
+        self.cluster.bootstrap_servers = bootstrap_servers
+
+    def jmx_targets(self, cluster: ClusterConfig) -> list[JmxTarget]:
+        """The JMX targets scraped for `cluster`: its own, and on the embedded broker the demo's
+        simulated one (tansu has no JMX), which is never scraped beside a configured cluster."""
+        if cluster.name == self.cluster.name and self.on_embedded_broker:
+            return [*cluster.jmx.targets, self.demo.simulated_target()]
+        return list(cluster.jmx.targets)
 
     def cluster_named(self, name: str) -> ClusterConfig:
         """The monitored cluster called `name`; a KeyError names the ones there are."""

@@ -14,8 +14,11 @@ _MAVEN_COORDINATE = re.compile(r"[\w.-]+:[\w.-]+:[\w.+-]+")
 
 
 class SparkConfig(StrictModel):
+    #: Spark master URL: local[N] (N cores in this process) or a cluster's.
     master: str = "local[2]"
+    #: Seconds between two micro-batches.
     trigger_s: float = Field(2, gt=0)
+    #: Streaming checkpoints: a folder (relative to the config file's folder) or a Hadoop URI (hdfs://, s3a://).
     checkpoint_dir: str = "state/checkpoints"
     #: python: the bundled confluent-kafka data source; kafka: Spark's native source (needs the
     #: connector: `jars` or `packages` below, docs/operations.md "Which Kafka source").
@@ -31,11 +34,13 @@ class SparkConfig(StrictModel):
     #: librdkafka `client` settings (these win): what librdkafka has no name for, such as a JKS
     #: truststore. Secrets are refused here; they come from the environment.
     kafka_options: dict[str, str] = Field(default_factory=dict)
+    #: Where the job starts reading the samples topic when it has no checkpoint yet.
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     #: Records per micro-batch at most, when a backlog waits (live batches are far smaller). A batch
     #: has a fixed cost (a batch of a few records takes as long), which bigger batches pay less
     #: often, up to a point past which memory grows and throughput does not (docs/performance.md).
     max_rows_per_batch: int = Field(1_000_000, ge=1)
+    #: How far behind the newest event time a sample may arrive and still count (Spark's watermark delay).
     watermark_s: float = Field(30, ge=0)
     #: Largest sample record accepted (bytes); larger goes to dead_letters.
     max_record_bytes: int = Field(65_536, ge=256)
@@ -44,6 +49,7 @@ class SparkConfig(StrictModel):
     #: Python Kafka source: seconds per metadata request and retries before the job fails with the
     #: bootstrap servers named (bounded, never a silent stall).
     kafka_timeout_s: float = Field(10, gt=0)
+    #: Python Kafka source: retries of a failed metadata request.
     kafka_retries: int = Field(2, ge=0)
     #: A running job keeps retrying an unreachable Kafka (restarting its queries from the checkpoint)
     #: this long before it exits with code 3; at start-up it fails at once.

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from collectors.admin.collector import AdminCollector
 from collectors.runner import build_collectors
 from lagwatch.config import parse_config
-from lagwatch.kafka import cluster_client_config
+from lagwatch.kafka import cluster_client_config, use_embedded_broker
 
 #: JMX targets on the prometheus backend, so building the collectors starts no JVM. Both clusters
 #: have a broker 1 behind the same proxy URL: only the cluster in the name tells them apart.
@@ -92,3 +94,41 @@ def test_the_one_cluster_form_keeps_its_target_names() -> None:
         ("admin@prod", "prod"),
         ("broker-3@http://k/metrics", "prod"),
     ]
+
+
+SIMULATED_URL = "http://127.0.0.1:7171/metrics"
+#: An older shipped config: the demo's simulated target listed under [[jmx.targets]].
+OLD_SIMULATED_TARGET = {"broker": "sim-1", "backend": "prometheus", "url": "http://127.0.0.1:7071/metrics"}
+
+
+def test_the_embedded_broker_scrapes_the_demo_s_simulated_jmx_and_a_configured_cluster_does_not() -> None:
+    """The simulated target belongs to the demo, which runs on the embedded broker only: a
+    configured cluster is watched, so nothing of the demo is scraped beside it."""
+    demo = {"jmx_sim_port": 7171}
+    embedded = parse_config({"demo": demo}, environ={})
+    configured = parse_config({"cluster": {"bootstrap_servers": "k:9092"}, "demo": demo}, environ={})
+    from_env = parse_config({"demo": demo}, environ={"LAGWATCH_BOOTSTRAP_SERVERS": "k:9092"})
+    assert [c.name for c in build_collectors(embedded)] == ["admin@local", f"broker-sim-1@{SIMULATED_URL}"]
+    assert [c.name for c in build_collectors(configured)] == ["admin@local"]
+    assert [c.name for c in build_collectors(from_env)] == ["admin@local"]
+
+
+def test_the_embedded_broker_keeps_the_simulated_jmx_once_a_command_has_started_it() -> None:
+    """`use_embedded_broker` fills in the started broker's address: it must still count as embedded."""
+    config = parse_config({"demo": {"jmx_sim_port": 7171}}, environ={})
+    use_embedded_broker(config, "127.0.0.1:20123")
+    assert not config.embedded_broker and config.on_embedded_broker
+    assert [c.name for c in build_collectors(config)] == ["admin@local", f"broker-sim-1@{SIMULATED_URL}"]
+
+
+def test_an_older_config_listing_the_simulated_target_loads_and_scrapes_it_on_the_embedded_broker_only(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    old_embedded = parse_config({"jmx": {"targets": [OLD_SIMULATED_TARGET]}}, environ={})
+    assert "remove this target" in caplog.text
+    old_configured = parse_config(
+        {"cluster": {"bootstrap_servers": "k:9092"}, "jmx": {"targets": [OLD_SIMULATED_TARGET]}}, environ={}
+    )
+    sim = "broker-sim-1@http://127.0.0.1:7071/metrics"
+    assert [c.name for c in build_collectors(old_embedded)] == ["admin@local", sim], "listed once, not twice"
+    assert [c.name for c in build_collectors(old_configured)] == ["admin@local"]

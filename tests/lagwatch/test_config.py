@@ -19,6 +19,8 @@ def test_shipped_config_is_valid_and_starts_the_embedded_broker() -> None:
     assert config.embedded_broker
     assert config.transport.samples_topic == "lagwatch.samples"
     assert config.collect.interval_s == 15
+    assert config.cluster.jmx.targets == [], "the demo's simulated JMX is [demo]'s, not a listed target"
+    assert [t.broker for t in config.jmx_targets(config.cluster)] == ["sim-1"]
 
 
 def test_unknown_key_is_named_with_its_file(tmp_path: Path) -> None:

@@ -4,7 +4,8 @@ The emitted set comes from one real `collect --once` cycle: the admin collector 
 Kafka broker (a topic with a size limit, an empty group with commits, one commit beyond the log
 end, a group with a member that owns the topic's partitions), the jpype
 backend on the JMX test double (a broker target and a consumer-client target), and the
-Prometheus backend on the demo's simulated broker exporter. Every sample is read back from the
+Prometheus backend on the demo's exporter text (under a broker id of its own: the demo's `sim-1`
+is scraped on the embedded broker only). Every sample is read back from the
 samples topic, as the Spark job would read it.
 """
 
@@ -71,7 +72,8 @@ def emitted(
     kafka.commit(group, topic, {0: 2, 1: 1_000})  # partition 1: committed beyond the end
     member = GroupMember(broker.bootstrap_servers, owned, topic, "vocab-member", commit_offset=1)
     wait_for(lambda: member.assigned == {0, 1}, "the member to own the topic")
-    counters = demo.DemoCounters(produced={"demo.orders": 7}, produced_bytes={"demo.orders": 700})
+    topic_of_demo = demo.TOPICS[0].name
+    counters = demo.DemoCounters(produced={topic_of_demo: 7}, produced_bytes={topic_of_demo: 700})
     exporter = demo.serve_exporter(counters, free_port())
     config: Config = parse_config(
         {
@@ -87,7 +89,7 @@ def emitted(
                 "targets": [
                     {"broker": "double", "port": jmx_double.port, "backend": "jpype"},
                     {"client_id": "c1", "port": jmx_double.port, "backend": "jpype"},
-                    {"broker": demo.SIMULATED_BROKER, "backend": "prometheus",
+                    {"broker": "exporter", "backend": "prometheus",
                      "url": f"http://127.0.0.1:{exporter.server_address[1]}/metrics"},
                 ]
             },

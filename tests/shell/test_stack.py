@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import time
@@ -23,6 +24,7 @@ from harness.local_stack import LocalStack
 from harness.processes import run_lagwatch
 from lagwatch import exit_codes
 from lagwatch.config import parse_config
+from lagwatch.kafka import use_embedded_broker
 from lagwatch.vocabulary import GROUPS_NOT_VISIBLE_METRIC
 from shell import processes, stack
 
@@ -159,3 +161,19 @@ def test_up_refuses_before_starting_anything_when_a_server_secret_is_unset(
     assert done.returncode == exit_codes.BAD_INPUT, done.stdout + done.stderr
     assert variable in done.stderr
     assert "broker" not in done.stdout and not (tmp_path / "state" / "logs").exists(), "something was started"
+
+
+@pytest.mark.parametrize("no_demo", [False, True], ids=["no-flag", "no-demo"])
+def test_up_runs_no_demo_on_a_configured_cluster_flag_or_not(no_demo: bool, caplog: pytest.LogCaptureFixture) -> None:
+    """A configured cluster is watched, never written to: the demo is for the embedded broker."""
+    for configured in (
+        parse_config({"cluster": {"name": "prod", "bootstrap_servers": "kafka1:9092"}}, environ={}),
+        parse_config({"clusters": [{"name": "prod", "bootstrap_servers": "kafka1:9092"}]}, environ={}),
+    ):
+        with caplog.at_level(logging.INFO, logger="shell.stack"):
+            assert stack._with_demo(configured, no_demo) is False
+        assert "no demo: cluster prod is a configured cluster, which Lagwatch only watches" in caplog.text
+    embedded = parse_config({}, environ={})
+    assert stack._with_demo(embedded, no_demo) is not no_demo
+    use_embedded_broker(embedded, "127.0.0.1:20123")  # what `up` does once its tansu answers
+    assert stack._with_demo(embedded, no_demo) is not no_demo
