@@ -111,8 +111,9 @@ def update_lag(
     if not samples.empty:
         rows = _fold_samples(samples, groups, rows, lag_config, thresholds_for)
     group_rows = [
-        _group_row(key, groups[key], period, lag_config, rows, thresholds_for(key))
+        row
         for key, period in rows.newest_period.items()
+        if (row := _group_row(key, groups[key], period, lag_config, rows, thresholds_for(key))) is not None
     ]
     partition_rows = rows.partition_rows
     if outages:
@@ -183,8 +184,9 @@ def _last_judgement(
     rows: _Rows,
     thresholds_for: ThresholdsOf,
     group_key: tuple[str, str],
-) -> Row:
-    """The group's ordinary group_status row as of its newest observation (what was last known)."""
+) -> Row | None:
+    """The group's ordinary group_status row as of its newest observation (what was last known;
+    None when nothing was judged yet)."""
     tracks = groups[group_key]
     newest = max(track.last_ts_ms for track in tracks.values())
     return _group_row(group_key, tracks, newest - newest % PERIOD_MS, lag_config, rows, thresholds_for(group_key))
@@ -414,11 +416,13 @@ def _group_row(
     lag_config: LagConfig,
     rows: _Rows,
     thresholds: Thresholds,
-) -> Row:
+) -> Row | None:
     """A group_status row: every partition seen within one window of the group's newest observation.
 
     Partitions observed in this batch use the report just made; the others are re-judged
-    from their state (so a partition that went quiet still ages towards STOP).
+    from their state (so a partition that went quiet still ages towards STOP). None while no
+    partition of the window has a report to summarize: a group status is only ever its
+    partitions' verdicts, so there is nothing to write yet.
     """
     newest = max(max(track.last_ts_ms for track in tracks.values()), rows.judged_at.get(group_key, -1))
     recent_ms = newest - lag_config.window_ms
@@ -435,6 +439,8 @@ def _group_row(
         lag_config.window_s,
         partial(rows.broker_clause, group_key[0], newest),
     )
+    if not reports:
+        return None
     summary = summarize_group(reports, facts)
     state, members = owned.group_at(newest, rows.readings, group_key) if owned is not None else (None, None)
     row = {

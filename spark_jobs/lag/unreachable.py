@@ -52,7 +52,7 @@ def rows(
     window_ms: int,
     period_ms: int,
     thresholds_for: Callable[[tuple[str, str]], Thresholds],
-    last_judgement: Callable[[tuple[str, str]], Row],
+    last_judgement: Callable[[tuple[str, str]], Row | None],
     group_type_of: Callable[[tuple[str, str]], str | None],
 ) -> tuple[list[Row], list[Row]]:
     """(lag_1m rows, group_status rows) of every known group of an unreachable cluster.
@@ -79,6 +79,8 @@ def rows(
         ]
         partition_rows += mine
         last = last_judgement(group_key)
+        if last is None:  # never judged: no group status to turn ERR, its partitions' rows say it
+            continue
         reason = reasons.group_unreachable(
             outage.cluster, outage.since_ms, last["status"], last["updated_at"], last["total_lag"]
         )
