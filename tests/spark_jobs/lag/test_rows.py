@@ -108,3 +108,20 @@ def test_an_err_row_has_every_lag_1m_column_and_nulls_all_but_its_identity_and_v
     assert {name for name, value in row.items() if value is not None} <= set(unreachable.PARTITION_KNOWN)
     assert (row["status"], row["rule"], row["time_lag_method"]) == ("ERR", "unreachable", "unknown")
     assert {"lag", "committed_offset", "rate_span_s", "owner_member_id"} <= set(unreachable.PARTITION_UNMEASURED)
+
+
+def test_a_group_state_from_the_log_a_window_after_its_last_lag_writes_no_group_row():
+    """The commit log tells a group's state change long after its last lag observation: no
+    partition is in the window to summarize, so the batch writes no group row, and goes on."""
+    groups: dict = {}
+    memberships: dict = {}
+    step.update_lag(lag_frame(), groups, memberships, LagConfig(), 0)
+    late = T0 + LagConfig().window_ms + 60_000
+    state = parsed_sample(late, "consumer_group_state", "gauge", 1, source="commitlog", group_id="g")
+    del state["event_time"]
+    operator, _ = route.operator_rows(pa.Table.from_pylist([state]), None, lag_routing=True)
+    frame = operator.to_pandas()
+    batch = frame[frame["role"] != route.METRIC]
+    partition_rows, group_rows = step.update_lag(batch, groups, memberships, LagConfig(), 0)
+    assert len(group_rows.get("status", [])) == 0 and len(partition_rows.get("status", [])) == 0
+    assert any(key[1] == "g" for key in groups)  # the group is still tracked
