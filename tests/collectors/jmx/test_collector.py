@@ -19,7 +19,9 @@ from tests.collectors.jmx.support import MAKE, TS, broken_definition, scrape, se
 
 
 def _config(targets: list[dict[str, object]]):  # type: ignore[no-untyped-def]
-    return parse_config({"collect": {"timeout_s": 4}, "jmx": {"targets": targets}}, environ={})
+    """A configured cluster's targets: on the embedded broker the demo's simulated one would join them."""
+    cluster = {"bootstrap_servers": "kafka1:9092"}
+    return parse_config({"cluster": cluster, "collect": {"timeout_s": 4}, "jmx": {"targets": targets}}, environ={})
 
 
 def test_one_collector_per_target_with_its_backend_and_timeout() -> None:
