@@ -67,7 +67,7 @@ bench: venv system-deps kafka-home spark-kafka-jars
 	$(BIN)/python -m bench
 
 # `lagwatch up` on the real broker for SOAK_MINUTES (not part of `make bench`: it takes an hour);
-# charts in bench/soak-report.html (docs/performance.md, "Soak").
+# charts in bench/soak-report.html (bench/RECORDS.md, "Soak").
 SOAK_MINUTES ?= 60
 soak: venv system-deps test-system-deps kafka-home
 	$(BIN)/python -m bench soak --minutes $(SOAK_MINUTES)

@@ -50,7 +50,7 @@ log = logging.getLogger(__name__)
 
 #: Live evaluations one DuckDB session serves before it is reopened (Evaluator.evaluate): at the
 #: default 15 s, every 5 minutes, short enough that what a session holds on to between reopenings
-#: stays a small sawtooth in the engine's RSS rather than a climb (docs/performance.md, "Soak").
+#: stays a small sawtooth in the engine's RSS rather than a climb (bench/RECORDS.md, "Soak").
 SESSION_EVALUATIONS = 20
 
 

@@ -13,7 +13,7 @@ a level does not fit, the rest of it and every finer level are dropped, and the 
 
 Why hand-formatted lines instead of prometheus_client's registry: a big cluster's snapshot
 holds hundreds of thousands of partition samples, and a sample object each costs far more
-than a formatted line, once per snapshot (docs/performance.md, "API").
+than a formatted line, once per snapshot (bench/RECORDS.md, "API").
 """
 
 from __future__ import annotations
@@ -287,7 +287,7 @@ def _partition_series(row: dict[str, Any], retention: list[str]) -> int:
 
 def _write_partitions(out: _Lines, rows: list[dict[str, Any]], retention: list[str]) -> None:
     """Every series of `rows`, a family at a time (list comprehensions: this runs over every partition
-    row of a big cluster's snapshot at each refresh; docs/performance.md, "API")."""
+    row of a big cluster's snapshot at each refresh; bench/RECORDS.md, "API")."""
     esc = out.esc
     keys = [(esc(r["cluster"]), esc(r["group_id"]), esc(r["topic"]), r["partition"]) for r in rows]
     own = [f'cluster="{c}",group="{g}",topic="{t}",partition="{p}"' for c, g, t, p in keys]

@@ -57,7 +57,7 @@ def _json(status: int, body: dict[str, Any]) -> Response:
 
 def _streamed(body: bytes, media_type: str) -> Response:
     """A large body in STREAM_PIECE pieces: one large write is slower through asyncio and h11
-    (docs/performance.md, "API")."""
+    (bench/RECORDS.md, "API")."""
     view = memoryview(body)
 
     async def pieces() -> AsyncIterator[memoryview]:

@@ -41,7 +41,7 @@ BROKER_METRICS = (
 
 #: One hash aggregate per (cluster, group, topic, partition): the newest row of the lookback (as a
 #: struct, so a NULL time lag stays NULL instead of falling back to an older row) and the oldest row
-#: of the commit window (Burrow's `start`). A sort per partition (row_number) costs more (docs/performance.md).
+#: of the commit window (Burrow's `start`). A sort per partition (row_number) costs more (bench/RECORDS.md).
 _PARTITIONS_SQL = """
 WITH agg AS (
   SELECT cluster, group_id, topic, partition,

@@ -38,7 +38,7 @@ LEAVE_BAR_S, as the commit log tells the leave without waiting for collector cyc
 checks that the collector read committed offsets from the commit log. The other figures are
 stated. A status not seen within 4 intervals + 90 s of T (plus the alert engine's evaluation
 period and group_wait, for the webhook) is reported as not detected (NaN). The scenarios of one
-interval run at once on one broker. docs/performance.md ("Detection") describes the run for
+interval run at once on one broker. bench/RECORDS.md ("Detection") describes the run for
 readers of the figures; `python -m bench.bench_detection --interval 15 --only dead` runs a part.
 """
 

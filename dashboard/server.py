@@ -70,7 +70,7 @@ def child_environment(config: Config) -> dict[str, str]:
 
 def become_streamlit(config: Config) -> None:
     """Replace this process with the Streamlit server (never returns): a launcher that would only
-    wait for its one child costs a whole Python process's memory for nothing (docs/performance.md,
+    wait for its one child costs a whole Python process's memory for nothing (bench/RECORDS.md,
     "Footprint"). Stop signals then reach Streamlit directly, which handles them itself."""
     log.info("dashboard at http://%s:%d (%s)", config.dashboard.host, config.dashboard.port, login_note(config))
     sys.stdout.flush()

@@ -316,7 +316,7 @@ def _dictionary_columns(schema: pa.Schema) -> list[str]:
     """The columns worth dictionary encoding: all but the floating-point ones.
 
     Why: measured values (min, max, avg, rates) rarely repeat, so the writer would build each
-    double column's dictionary only to overflow it: slower writes, larger files (docs/performance.md).
+    double column's dictionary only to overflow it: slower writes, larger files (bench/RECORDS.md).
     """
     import pyarrow as pa
 

@@ -50,7 +50,7 @@ class Sample:
     """A measured value with its labels; `ts` is epoch milliseconds (UTC).
 
     Not frozen on purpose: a frozen dataclass's __init__ is much slower, and a big cluster makes
-    hundreds of thousands of samples a cycle (docs/performance.md). Treat instances as immutable.
+    hundreds of thousands of samples a cycle (bench/RECORDS.md). Treat instances as immutable.
     """
 
     v: int

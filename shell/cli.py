@@ -43,7 +43,7 @@ def run_alerts(config: Config, args: argparse.Namespace) -> int:
 def run_api(config: Config, args: argparse.Namespace) -> int:
     """`lagwatch api [--with-alerts]`: the HTTP server, and with the flag the alert engine on a
     thread of the same process (what `lagwatch up` runs: one Python process and one DuckDB
-    library reading the lake instead of two; docs/performance.md, "Footprint").
+    library reading the lake instead of two; bench/RECORDS.md, "Footprint").
 
     Not silent: if the engine's thread ends while the server still runs, the server is stopped
     and the command exits FAILED, so `lagwatch up` reports it and stops the stack, as it does

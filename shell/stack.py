@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 STOP_GRACE_S = 7.0
 #: CPU priority steps the dashboard runs below the rest: on a host with few cores, a page being
 #: drawn yields to the pipeline, so the data stays fresh and the page waits instead
-#: (docs/performance.md, "Soak"). The collectors, the job and the alerting API keep full priority.
+#: (bench/RECORDS.md, "Soak"). The collectors, the job and the alerting API keep full priority.
 DASHBOARD_NICE = 10
 
 
@@ -118,7 +118,7 @@ def _api_url(config: Config) -> str:
 def _api_component(config: Config) -> Component:
     """The API, with the alert engine on a thread of its process (`[alerts] run`): one
     Python process reading the lake instead of two, and the dashboard needs no launcher
-    (docs/performance.md, "Footprint"). An engine that stops ends the API, and `up` says so."""
+    (bench/RECORDS.md, "Footprint"). An engine that stops ends the API, and `up` says so."""
     if config.alerts.run:
         return Component(
             "api + alerts",

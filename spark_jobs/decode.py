@@ -3,7 +3,7 @@
 Pure pyarrow, no Spark: the Python Kafka source runs :func:`decode_batch` in its reader, and
 ``parse.py`` runs it in ``mapInArrow`` after Spark's native source. Why not Spark's ``from_json``:
 parsing was the job's largest cost, and pyarrow's JSON reader with column-wise checks is
-cheaper (docs/performance.md).
+cheaper (bench/RECORDS.md).
 
 How a batch is read:
 

@@ -111,7 +111,7 @@ class KafkaRangePartition(InputPartition):
 #: Defaults for range reads (a user's own settings win).
 #: - fetch.queue.backoff.ms: how long librdkafka waits before it looks again at a full
 #:   prefetch queue. At 0 its fetcher thread spins on that check for as long as the reader is
-#:   busy decoding, burning CPU the reader needs (docs/performance.md, "Spark job"). 10 ms is
+#:   busy decoding, burning CPU the reader needs (bench/RECORDS.md, "Spark job"). 10 ms is
 #:   a sliver of the time a reader takes for 20,000 records.
 #: - queued.min.messages, max.partition.fetch.bytes: a shallow prefetch. A read stops at its
 #:   range's end, but librdkafka keeps fetching ahead and decompresses and parses all it

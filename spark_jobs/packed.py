@@ -1,7 +1,7 @@
 """Arrow tables carried through Spark as one binary cell: many samples per Spark row.
 
 Why: Spark spends its CPU per row, not per byte: a sample crossing as its own row cost more
-than the job's whole per-sample budget (docs/performance.md). Packed, a Spark row holds thousands of samples as one
+than the job's whole per-sample budget (bench/RECORDS.md). Packed, a Spark row holds thousands of samples as one
 Arrow IPC stream, and Spark keeps doing what only it does here: offsets and state in the
 checkpoint, the watermark, the exchange to the state's partition, the triggers.
 

@@ -2,7 +2,7 @@
 
 The records are decoded in Python, a whole Arrow batch at a time (``mapInArrow`` over
 :func:`decode.decode_batch`): cheaper than ``from_json`` with the same checks as Spark
-expressions (docs/performance.md). ``decode.py`` says how a batch is read and which check names a
+expressions (bench/RECORDS.md). ``decode.py`` says how a batch is read and which check names a
 record's error. The bundled Python Kafka source runs the same decoder, and the router, in its
 reader; after this module ``route.routed`` routes the packed rows, so both sources hand
 ``rollups.rollups`` the same routed frame.

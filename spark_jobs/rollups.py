@@ -253,7 +253,7 @@ def encode_parts(parts: list[tuple[str, windows.Columns]]) -> pd.DataFrame:
     worker to the JVM and back to the driver's Arrow than the aggregation itself. A blob per
     table crosses both boundaries as a few large values; :func:`decode_table` opens it.
     The blobs are LZ4-compressed: fewer bytes to move shortens both the operator's stage and the
-    driver's share of a batch (docs/performance.md).
+    driver's share of a batch (bench/RECORDS.md).
     """
     return pd.DataFrame(
         {

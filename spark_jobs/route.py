@@ -127,7 +127,7 @@ def route(samples: pa.Table, cluster: str | None, lag_routing: bool) -> pa.Recor
     PARSED_SAMPLE_SCHEMA); ``cluster`` names a record that cannot tell its own.
 
     The packed rows are LZ4-compressed: the JVM moves far fewer bytes through the exchange, for
-    less CPU than it saves (docs/performance.md).
+    less CPU than it saves (bench/RECORDS.md).
     """
     rows, buckets = operator_rows(samples, cluster, lag_routing)
     order = np.argsort(buckets, kind="stable")

@@ -2,7 +2,7 @@
 
 Why these defaults: `spark.sql.shuffle.partitions` is frozen into the checkpoint at the first
 start, and Spark's default of 200 makes small batches far slower on a few cores
-(docs/performance.md, "Spark job"), so it defaults to the master's core count; the UI is off
+(bench/RECORDS.md, "Spark job"), so it defaults to the master's core count; the UI is off
 unless configured (a port nobody asked for); the session zone is UTC so timestamps are never
 shifted; Arrow is on because the lake writer converts every batch to Arrow.
 
@@ -38,7 +38,7 @@ JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 #: (G1 let it drift far above the live set), with no GC threads of its own. The thread stack keeps
 #: its default: Spark formats error messages with regexes that recurse per character, and a
 #: long one overflowed a halved stack and killed the query thread. The code cache and metaspace
-#: get ceilings so a leak fails loudly (docs/performance.md, "Footprint").
+#: get ceilings so a leak fails loudly (bench/RECORDS.md, "Footprint").
 DRIVER_JAVA_OPTIONS = f"{JAVA_OPTIONS} -XX:+UseSerialGC -Xms64m -XX:ReservedCodeCacheSize=64m -XX:MaxMetaspaceSize=256m"
 
 
@@ -68,17 +68,17 @@ def session_settings(config: Config) -> dict[str, str]:
         # Rows per Arrow batch sent to a Python worker. Samples travel packed (packed.py), so this
         # matters only where raw records meet the decoder after Spark's native Kafka source: one
         # packed cell per 50,000 records, since Spark's default of 10,000 is slower there
-        # (docs/performance.md, "Spark job").
+        # (bench/RECORDS.md, "Spark job").
         "spark.sql.execution.arrow.maxRecordsPerBatch": "50000",
         # Python workers connect back within this time; Spark's default is too short on a loaded host
-        # (docs/performance.md, "Spark session settings").
+        # (bench/RECORDS.md, "Spark session settings").
         "spark.python.authenticate.socketTimeout": "120s",
         # The JVM only moves packed cells and keeps offsets and state here; Python does the work.
         # HotSpot's optimising compiler (C2) keeps compiling all run long anyway, so the quick
-        # compiler alone is cheaper here (docs/performance.md, "Spark job").
+        # compiler alone is cheaper here (bench/RECORDS.md, "Spark job").
         # Spark reads these when it starts the JVM: `lagwatch stream` does, spark-submit does not
         # (pass --driver-java-options there).
-        # Only the driver's JVM is sized here (docs/performance.md, "Footprint"); executors on a
+        # Only the driver's JVM is sized here (bench/RECORDS.md, "Footprint"); executors on a
         # cluster keep their operator's sizing.
         "spark.driver.extraJavaOptions": DRIVER_JAVA_OPTIONS,
         "spark.executor.extraJavaOptions": JAVA_OPTIONS,

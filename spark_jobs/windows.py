@@ -7,7 +7,7 @@ count the new value as the increase. That is per-series state across windows and
 which Spark's built-in aggregation does not keep.
 
 Why buckets: one Python call per series (a pandas frame and a state object per group) is far
-too slow for hundreds of thousands of series (docs/performance.md). Series are hashed into buckets
+too slow for hundreds of thousands of series (bench/RECORDS.md). Series are hashed into buckets
 instead (``rollups.py`` runs the one stateful operator); each call handles a whole bucket with
 numpy, and a bucket's state per window size is one npz blob of column arrays:
 
@@ -107,7 +107,7 @@ def label_arrays(keys: np.ndarray, ids: np.ndarray, types: dict[str, pa.DataType
 
     Why: building an Arrow column from an object array costs per row; here each distinct
     series' label is converted once and the rows gather it (a take), for far less per row
-    (docs/performance.md).
+    (bench/RECORDS.md).
     """
     codes, decoded = _distinct_labels(keys, ids)
     indices = pa.array(codes, pa.int32())

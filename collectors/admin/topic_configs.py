@@ -7,7 +7,7 @@ beyond it), each either set on the topic or the broker's default: DescribeConfig
 value in force. The lag step turns them into the retention margin (spark_jobs/lag/retention.py).
 
 Why not every cycle: reading every topic's settings costs collector CPU and a sizeable share of
-a cycle's wall time on a real broker (docs/performance.md, "Admin collector", topic retention
+a cycle's wall time on a real broker (bench/RECORDS.md, "Admin collector", topic retention
 settings), and the settings rarely change. A topic is read in the first cycle that lists it,
 then again every `collect.topic_config_refresh_s`; its samples are published when read, and the
 lag step keeps the newest. A topic whose read fails (an ACL without DescribeConfigs on it) is a

@@ -1,6 +1,6 @@
 """Backend `jmxquery`: the package the product names, with its defects wrapped.
 
-jmxquery 0.6.0 runs its bundled jar, a fresh JVM (docs/performance.md), per query() call. Its own
+jmxquery 0.6.0 runs its bundled jar, a fresh JVM (bench/RECORDS.md), per query() call. Its own
 wrapper is not used; this module runs the same jar itself because:
 - timeout: the wrapper's timeout raises AttributeError and the jar has no network timeout
   (it hangs for minutes on a silent port). Here the jar runs in its own process group under a wall-clock

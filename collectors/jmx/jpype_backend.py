@@ -1,7 +1,7 @@
 """Backend `jpype`: one persistent JMX connection per target from a JVM inside this process.
 
 Why: jmxquery pays a JVM start per scrape; a kept-open JMXConnector costs a small fraction of
-that (figures in docs/performance.md and docs/metrics.md, "JMX backends"), which is what lets
+that (figures in bench/RECORDS.md and docs/metrics.md, "JMX backends"), which is what lets
 one collector scrape hundreds of brokers.
 What it takes to be safe:
 - One JVM per process (JPype cannot restart it): started lazily by the first jpype target,
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 _jvm_lock = threading.Lock()
 #: The optimising compiler (C2) stays on, unlike in the Spark job's JVM: here the JVM does the
 #: work (RMI calls and their serialisation), and the quick compiler alone costs more CPU per
-#: scrape (docs/performance.md, "JMX backends").
+#: scrape (bench/RECORDS.md, "JMX backends").
 JVM_OPTIONS = ("-Xmx128m", "-XX:+UseSerialGC", "-Xrs")
 
 
@@ -87,7 +87,7 @@ class JpypeBackend(RemoteJmxBackend):
         #: Exact ObjectNames that answered InstanceNotFound, asked with queryNames from then on (an
         #: empty answer, no exception): jpype keeps every caught Java exception's traceback alive,
         #: so an absent MBean read every cycle would grow the process without bound
-        #: (docs/performance.md, "Collector memory over time"). At most one name per definition.
+        #: (bench/RECORDS.md, "Collector memory over time"). At most one name per definition.
         self._absent: set[str] = set()
 
     def read(self, definitions: Sequence[MetricDef]) -> ReadResult:

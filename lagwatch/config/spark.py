@@ -38,7 +38,7 @@ class SparkConfig(StrictModel):
     starting_offsets: Literal["earliest", "latest"] = "earliest"
     #: Records per micro-batch at most, when a backlog waits (live batches are far smaller). A batch
     #: has a fixed cost (a batch of a few records takes as long), which bigger batches pay less
-    #: often, up to a point past which memory grows and throughput does not (docs/performance.md).
+    #: often, up to a point past which memory grows and throughput does not (bench/RECORDS.md).
     max_rows_per_batch: int = Field(1_000_000, ge=1)
     #: How far behind the newest event time a sample may arrive and still count (Spark's watermark delay).
     watermark_s: float = Field(30, ge=0)

@@ -35,7 +35,7 @@ def test_master_cores_reads_local_masters_and_falls_back_to_this_machine() -> No
 
 
 def test_the_driver_jvm_is_sized_to_the_job_and_the_operator_can_resize_it() -> None:
-    """The footprint options (docs/performance.md) reach the driver only; `[spark.conf]` wins."""
+    """The footprint options (bench/RECORDS.md) reach the driver only; `[spark.conf]` wins."""
     defaults = session_settings(parse_config({"cluster": {"name": "test"}}))
     driver = defaults["spark.driver.extraJavaOptions"].split()
     assert {"-XX:+UseSerialGC", "-Xms64m", "-XX:MaxMetaspaceSize=256m", *JAVA_OPTIONS.split()} <= set(driver)
