@@ -24,7 +24,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
@@ -34,6 +33,7 @@ from lagwatch.config.demo import SIMULATED_BROKER
 from lagwatch.kafka import TANSU_PRODUCER_SETTINGS, check_reachable, cluster_client_config, ensure_topic
 from lagwatch.stop_signals import stop_on_signals
 from shell.broker import cluster_for
+from shell.metrics_text import MetricsTextServer
 
 log = logging.getLogger(__name__)
 
@@ -223,22 +223,8 @@ def exporter_text(counters: DemoCounters) -> str:
     return "\n".join(lines) + "\n"
 
 
-def serve_exporter(counters: DemoCounters, port: int) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            body = exporter_text(counters).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/plain; version=0.0.4")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True, name="demo-jmx-sim").start()
-    return server
+def serve_exporter(counters: DemoCounters, port: int) -> MetricsTextServer:
+    return MetricsTextServer(lambda: exporter_text(counters), port, name="demo-jmx-sim")
 
 
 def refusal(config: Config) -> str | None:
@@ -276,6 +262,6 @@ def run(config: Config, args: argparse.Namespace) -> int:
                 stop.wait(max(0.0, 1.0 - (time.monotonic() - tick_started)))
         finally:
             workload.close()
-            server.shutdown()
+            server.close()
         log.info("demo: stopped after %d ticks", workload.ticks)
     return 0

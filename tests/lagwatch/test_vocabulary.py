@@ -90,7 +90,7 @@ def emitted(
                     {"broker": "double", "port": jmx_double.port, "backend": "jpype"},
                     {"client_id": "c1", "port": jmx_double.port, "backend": "jpype"},
                     {"broker": "exporter", "backend": "prometheus",
-                     "url": f"http://127.0.0.1:{exporter.server_address[1]}/metrics"},
+                     "url": exporter.url},
                 ]
             },
         },
@@ -100,8 +100,7 @@ def emitted(
         assert runner.run(config, argparse.Namespace(once=True)) == 0
     finally:
         member.close()
-        exporter.shutdown()
-        exporter.server_close()
+        exporter.close()
     return read_samples(config.transport_servers(), config.transport.samples_topic, expect_at_least=40)
 
 
