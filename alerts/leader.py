@@ -56,10 +56,6 @@ class AlwaysLeader:
         return
 
 
-def leader_topic(config: Config) -> str:
-    return config.alerts.leader_topic or f"lagwatch.alerts.leader.{config.cluster.name}"
-
-
 class KafkaLeadership:
     """Leader while this consumer holds partition 0 of the leader topic."""
 
@@ -67,7 +63,7 @@ class KafkaLeadership:
         from confluent_kafka import Consumer
 
         settings = transport_client_config(config)
-        topic = leader_topic(config)
+        topic = config.alert_leader_topic
         ensure_internal_topic(config, topic, 1)
         session_ms = config.alerts.leader_session_timeout_ms
         self._leading = False

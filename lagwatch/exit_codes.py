@@ -7,7 +7,8 @@ README.md lists the same codes; a command returns nothing else.
 OK = 0
 #: It ran but did not succeed: `collect --once` left samples undelivered, `alerts --once` left
 #: notifications pending, `status` found a component down, `up` saw a component fail, `sql` found
-#: no lake, the Spark job's query failed.
+#: no lake, the Spark job's query failed, `check` printed a FAIL line (a cluster not reachable
+#: included: its line names the cause).
 FAILED = 1
 #: The input was refused: a bad config (file and key named), a bad command line, a refused or
 #: failing SQL query, `demo` pointed at a configured cluster (which Lagwatch only watches).

@@ -23,6 +23,16 @@ TANSU_PRODUCER_SETTINGS = {"batch.num.messages": "1"}
 
 #: Set by `lagwatch up` for its children: the bootstrap servers of the embedded tansu it runs.
 EMBEDDED_BOOTSTRAP_ENV = "LAGWATCH_EMBEDDED_BOOTSTRAP"
+#: The topic Kafka keeps every offset commit in (read by the commit-log source).
+COMMIT_LOG_TOPIC = "__consumer_offsets"
+#: group.id of the Spark job's Python Kafka source: it joins no group and commits nothing, but a
+#: consumer with a group.id still asks for its coordinator (FindCoordinator needs Describe on it).
+SPARK_SOURCE_GROUP = "lagwatch-spark-source"
+
+
+def commit_log_group(cluster: str) -> str:
+    """group.id of the commit-log reader of `cluster`: librdkafka requires one of a consumer; it commits nothing."""
+    return f"lagwatch-commitlog-{cluster}"
 
 
 class KafkaUnreachable(RuntimeError):

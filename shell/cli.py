@@ -23,6 +23,7 @@ from lagwatch import __version__, exit_codes
 from lagwatch.config import Config, ConfigError, load_config
 from shell import dashboard, demo, init, stack
 from shell.broker import cluster_for
+from shell.check.command import run as run_check
 
 log = logging.getLogger("lagwatch")
 
@@ -118,6 +119,7 @@ COMMANDS: dict[str, Runner] = {
     "status": stack.run_status,
     "broker": stack.run_broker,
     "api": run_api,
+    "check": run_check,
 }
 
 #: sub-command -> its function, for the commands that run before there is a config to load.
@@ -160,6 +162,7 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
     sub.add_parser("broker", help="run the embedded tansu broker alone and print its address")
     api = sub.add_parser("api", help="serve /metrics (Prometheus), Burrow's v3 API, /healthz and /readyz from the lake")
     api.add_argument("--with-alerts", action="store_true", help="run the alert engine in this process too")
+    sub.add_parser("check", help="preflight: clusters, ACLs, JMX targets, JDK, paths, ports, receivers; one line each")
 
 
 def _add_backtest(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]

@@ -210,13 +210,12 @@ def toml_string(value: str) -> str:
 
 def lagwatch_topics(answers: Answers) -> list[str]:
     """The topics Lagwatch creates on the transport cluster, named as the loaded config names them."""
-    from alerts.leader import leader_topic  # the engine's own rule for the topic's name
 
     config = parse_config({"cluster": {"name": answers.cluster_name}}, environ={})
     return [
         f"{TransportConfig().samples_topic} (the samples)",
         f"{CollectConfig().coordination_topic} (collector coordination)",
-        f"{leader_topic(config)} (alert-engine leader)",
+        f"{config.alert_leader_topic} (alert-engine leader)",
     ]
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from pyspark.sql.datasource import InputPartition
 
 from lagwatch.gc_pause import cyclic_gc_paused
+from lagwatch.kafka import SPARK_SOURCE_GROUP
 from spark_jobs.schema import KAFKA_RECORD_SCHEMA
 
 SOURCE_NAME = "lagwatch_kafka"
@@ -118,7 +119,7 @@ class KafkaRangePartition(InputPartition):
 #:   fetched; with a deep queue and large fetches, each range of a capped batch would pay for
 #:   records far past its end.
 _CONSUMER_DEFAULTS = {
-    "group.id": "lagwatch-spark-source",
+    "group.id": SPARK_SOURCE_GROUP,
     "log_level": "3",
     "max.partition.fetch.bytes": "1048576",
     "queued.min.messages": "20000",

@@ -65,6 +65,7 @@ from collectors.commit_log.decode import (
 )
 from collectors.commit_log.groups import GroupBook, GroupChange, Owner
 from collectors.commit_log.records import DECODED, SKIPPED, decode_group_key, record_type_name, value_version
+from lagwatch.kafka import COMMIT_LOG_TOPIC, commit_log_group
 from lagwatch.membership import (
     GROUP_EPOCH_METRIC,
     GROUP_MEMBERS_METRIC,
@@ -81,7 +82,7 @@ from lagwatch.vocabulary import Source
 
 log = logging.getLogger(__name__)
 
-TOPIC = "__consumer_offsets"
+TOPIC = COMMIT_LOG_TOPIC
 SOURCE = Source.COMMITLOG
 #: Commits waiting for the next cycle beyond this are dropped (and counted): a collector that
 #: is not draining (its admin target moved to another instance) must not grow without bound.
@@ -114,7 +115,7 @@ class CommitLogReader:
     ) -> None:
         self._client_config = client_config
         self._replay_since_ms = replay_since_ms
-        self.group_id = f"lagwatch-commitlog-{cluster}"
+        self.group_id = commit_log_group(cluster)
         self._group_allowed = group_allowed
         self._topic_allowed = topic_allowed
         self._lock = threading.Lock()

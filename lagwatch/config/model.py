@@ -111,6 +111,11 @@ class Config(StrictModel):
             return [*cluster.jmx.targets, self.demo.simulated_target()]
         return list(cluster.jmx.targets)
 
+    @property
+    def alert_leader_topic(self) -> str:
+        """The alert engines' leader topic (and group): `alerts.leader_topic`, else one per home cluster."""
+        return self.alerts.leader_topic or f"lagwatch.alerts.leader.{self.cluster.name}"
+
     def cluster_named(self, name: str) -> ClusterConfig:
         """The monitored cluster called `name`; a KeyError names the ones there are."""
         for cluster in self.clusters:

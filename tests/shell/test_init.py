@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from alerts.leader import leader_topic
 from lagwatch import exit_codes
 from lagwatch.config import ENV_CLIENT_KEYS, client_env_var, load_config, parse_config
 from shell import cli, init
@@ -119,7 +118,7 @@ def test_the_transport_is_where_the_operator_said(
     assert topics_named(created_here.group(2)) == {
         config.transport.samples_topic,
         config.collect.coordination_topic,
-        leader_topic(config),
+        config.alert_leader_topic,
     }
 
 

@@ -1,0 +1,124 @@
+"""What this host must give Lagwatch: a JDK for Spark, writable folders, free ports."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import socket
+import subprocess
+from pathlib import Path
+
+from lagwatch.config import Config
+from shell.check.outcome import Outcome
+
+#: The oldest Java release Spark 4 runs on.
+MIN_JAVA = 17
+JDK_FIX = f"install a JDK {MIN_JAVA}+ (apt-get install openjdk-{MIN_JAVA}-jre-headless) or set JAVA_HOME"
+_JAVA_VERSION = re.compile(r'version "(\d+)(?:\.(\d+))?[^"]*"')
+#: A Hadoop URI (hdfs://, s3a://): Spark writes there, not this host's file system.
+_URI = re.compile(r"^[A-Za-z][\w+.-]*://")
+
+
+def java_binary() -> tuple[str | None, str]:
+    """(the java Spark would start, where it was looked for): JAVA_HOME first, as PySpark does, else PATH."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        candidate = Path(home) / "bin" / "java"
+        return (str(candidate) if candidate.is_file() else None), f"JAVA_HOME={home}"
+    return shutil.which("java"), "PATH"
+
+
+def java_major(version_text: str) -> int | None:
+    """17 from 'openjdk version "17.0.2"', 8 from 'java version "1.8.0_392"'."""
+    match = _JAVA_VERSION.search(version_text)
+    if not match:
+        return None
+    first, second = int(match.group(1)), match.group(2)
+    return int(second) if first == 1 and second else first
+
+
+def jdk_outcome() -> Outcome:
+    java, looked = java_binary()
+    if java is None:
+        return Outcome("FAIL", "jdk", f"no java found (looked in {looked})", JDK_FIX)
+    try:
+        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Outcome("FAIL", "jdk", f"{java} -version failed: {exc}", JDK_FIX)
+    text = done.stderr + done.stdout
+    major = java_major(text)
+    if major is None:
+        return Outcome("FAIL", "jdk", f"{java} -version printed no version ({text.strip()[:80]!r})", JDK_FIX)
+    if major < MIN_JAVA:
+        return Outcome("FAIL", "jdk", f"Java {major} at {java} is older than {MIN_JAVA}", JDK_FIX)
+    return Outcome("PASS", "jdk", f"Java {major} at {java}")
+
+
+def writable_folders(config: Config) -> list[tuple[str, str]]:
+    """(config key, folder) of every place Lagwatch writes on this host."""
+    return [
+        ("lake.path", config.lake.path),
+        ("lake.duckdb_path", str(Path(config.lake.duckdb_path).parent)),
+        ("spark.checkpoint_dir", config.spark.checkpoint_dir),
+        ("alerts.state_dir", config.alerts.state_dir),
+        ("state", "state"),  # `lagwatch up`: its logs and stack.json, beside the config file
+    ]
+
+
+def path_outcome(config: Config, key: str, path: str) -> Outcome:
+    subject = f"path {key}"
+    if _URI.match(path):
+        return Outcome("SKIP", subject, f"{path} is a Hadoop URI: Spark checks it when the job starts")
+    folder = config.resolve_path(path)
+    probe = folder / f".lagwatch-check-{os.getpid()}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        where = "the `state` folder beside the config file" if key == "state" else key
+        fix = f"make {folder} a folder this user may write (mkdir/chown/chmod), or point {where} elsewhere"
+        return Outcome("FAIL", subject, f"{folder} is not writable ({exc.strerror or exc})", fix)
+    return Outcome("PASS", subject, f"{folder} is writable")
+
+
+def listeners(config: Config) -> list[tuple[str, str, int]]:
+    """(config key, host, port) Lagwatch listens on; the demo's JMX simulator only on the embedded broker."""
+    found = [
+        ("dashboard.port", config.dashboard.host, config.dashboard.port),
+        ("api.port", config.api.host, config.api.port),
+    ]
+    if config.on_embedded_broker:
+        found.append(("demo.jmx_sim_port", "127.0.0.1", config.demo.jmx_sim_port))
+    return found
+
+
+def port_outcome(key: str, host: str, port: int, taken_by_config: str | None = None) -> Outcome:
+    subject = f"port {key}"
+    if taken_by_config:
+        return Outcome("FAIL", subject, f"{port} is also {taken_by_config}", f"give {key} a port of its own")
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do: TIME_WAIT is no conflict
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                fix = (
+                    f"stop what listens there (Lagwatch already running? `lagwatch status`) or set {key} to a free port"
+                )
+                return Outcome("FAIL", subject, f"{host}:{port} is in use", fix)
+            return Outcome("FAIL", subject, f"cannot listen on {host}:{port} ({exc.strerror or exc})",
+                           f"set {key.split('.')[0]}.host to an address of this host")  # fmt: skip
+    return Outcome("PASS", subject, f"{host}:{port} is free")
+
+
+def local_outcomes(config: Config) -> list[Outcome]:
+    lines = [jdk_outcome()]
+    lines += [path_outcome(config, key, path) for key, path in writable_folders(config)]
+    seen: dict[int, str] = {}
+    for key, host, port in listeners(config):
+        lines.append(port_outcome(key, host, port, seen.get(port)))
+        seen.setdefault(port, key)
+    return lines
