@@ -131,8 +131,8 @@ class AdminCollector:
             else None
         )
         self._fallback_said: str | None = None
-        self._share_groups = ShareGroupReader(self.name, self._settings, self._group_allowed)
-        self._log_dirs = LogDirReader(self.name, self._settings)
+        self._share_groups = ShareGroupReader(self.name, self._settings, self._group_allowed, cluster=self.cluster.name)
+        self._log_dirs = LogDirReader(self.name, self._settings, cluster=self.cluster.name)
         self._topic_ids = TopicIdNamer()
         self._hidden = HiddenGroups(self.name)
         #: Groups named exactly in groups_allow: known to exist even where ListGroups leaves them out.

@@ -2,11 +2,11 @@
 response framing, and error codes by name.
 
 Only what the few requests Lagwatch sends itself need (the share-group admin calls and
-DescribeLogDirs, which no Python client has: docs/share-groups.md): fixed-width integers,
-unsigned varints, classic and compact (flexible-version) strings and arrays, UUIDs and tagged
-fields, written and read exactly as Apache Kafka's generated message classes do
-(clients/src/main/resources/common/message/*.json). Tagged fields are always written empty and
-skipped on read: none of those requests needs one.
+DescribeLogDirs, which no Python client has: docs/share-groups.md; and the SASL handshake
+before them): fixed-width integers, unsigned varints, classic and compact (flexible-version)
+strings, bytes and arrays, UUIDs and tagged fields, written and read exactly as Apache Kafka's
+generated message classes do (clients/src/main/resources/common/message/*.json). Tagged fields
+are always written empty and skipped on read: none of those requests needs one.
 """
 
 from __future__ import annotations
@@ -83,6 +83,12 @@ class Writer:
         self._parts.append(data)
         return self
 
+    def compact_bytes(self, value: bytes) -> Writer:
+        """Flexible-version bytes: uvarint length + 1, then the bytes (SaslAuthenticate's payload)."""
+        self.uvarint(len(value) + 1)
+        self._parts.append(value)
+        return self
+
     def compact_array(self, items: Sequence[T] | None, write: Callable[[Writer, T], object]) -> Writer:
         """Flexible-version array: uvarint count + 1 (0 for null), then each item."""
         if items is None:
@@ -153,6 +159,21 @@ class Reader:
     def compact_nullable_string(self) -> str | None:
         size = self.uvarint() - 1
         return None if size < 0 else bytes(self._take(size)).decode()
+
+    def string(self) -> str:
+        """Classic non-null string: int16 length (SaslHandshake's answer is not a flexible version)."""
+        size = self.int16()
+        if size < 0:
+            raise ProtocolError("null where the protocol has a non-null string")
+        return bytes(self._take(size)).decode()
+
+    def array(self, read: Callable[[Reader], T]) -> list[T]:
+        """Classic array: int32 count (-1 for null, read as empty)."""
+        return [read(self) for _ in range(max(self.int32(), 0))]
+
+    def compact_bytes(self) -> bytes:
+        """Flexible-version bytes (null reads as empty: SaslAuthenticate's answer when it has none)."""
+        return bytes(self._take(max(self.uvarint() - 1, 0)))
 
     def compact_array(self, read: Callable[[Reader], T]) -> list[T]:
         """A null array reads as empty (no request Lagwatch sends gets one back where it matters)."""

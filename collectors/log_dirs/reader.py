@@ -7,8 +7,9 @@ asked only for the partitions it leads: one connection and two requests per such
 (ApiVersions, then DescribeLogDirs at the newest version both sides speak), within the admin
 cycle's deadline, in a thread of its own beside the rest of the cycle.
 
-What stops the reading for good on a cluster (a security protocol the reader does not speak,
-brokers without DescribeLogDirs v2+, a principal without Describe on the Cluster resource) is
+Connections are secured (TLS, SASL) as the cluster's client settings say. What stops the
+reading for good on a cluster (a security setting the reader's client cannot use, brokers
+without DescribeLogDirs v2+, a principal without Describe on the Cluster resource) is
 said once in the log, not every cycle; a broker that fails otherwise (refused, reset, a log dir
 offline) is a per-metric error of the cycle, as a failed ListOffsets is. The retention margin's
 size limit needs the size (spark_jobs/lag/retention.py); without it the reason says so.
@@ -23,7 +24,8 @@ from typing import Any
 
 from collectors.cycle_step import CycleStep
 from collectors.kafka_protocol.api_versions import api_versions, newest_common_version
-from collectors.kafka_protocol.connection import BrokerConnection, unsupported_security
+from collectors.kafka_protocol.connection import PLAINTEXT, BrokerConnection, ClientSecurity
+from collectors.kafka_protocol.security import SecurityRefused
 from collectors.kafka_protocol.wire import BrokerError, ProtocolError, error_name
 from collectors.log_dirs import requests
 
@@ -61,6 +63,7 @@ def read_partition_sizes(
     leads: Mapping[int, list[Partition]],
     deadline: float,
     software_version: str = "0",
+    security: ClientSecurity = PLAINTEXT,
 ) -> PartitionSizes:
     """Each led partition's size, asked of its leader (`brokers`: id → host and port)."""
     read = PartitionSizes()
@@ -71,7 +74,7 @@ def read_partition_sizes(
             continue
         host, port = address
         try:
-            with BrokerConnection(host, port, CLIENT_ID, deadline) as connection:
+            with BrokerConnection(host, port, CLIENT_ID, deadline, security) as connection:
                 _read_broker(connection, partitions, software_version, read)
         except BrokerError as exc:
             if exc.code != CLUSTER_AUTHORIZATION_FAILED:
@@ -81,7 +84,7 @@ def read_partition_sizes(
                 f"DescribeLogDirs refused ({error_name(exc.code)}): grant Describe on the Cluster resource "
                 "to this principal for the retention margin's size limit"
             )
-        except (OSError, ProtocolError) as exc:  # OSError: refused, reset, timed out
+        except (OSError, ProtocolError, SecurityRefused) as exc:  # OSError: refused, reset, timed out
             read.errors.append(f"partition sizes on {host}:{port}: {exc}")
     return read
 
@@ -115,8 +118,8 @@ class LogDirReader:
     """The admin collector's partition-size step: runs beside the rest of the cycle (its own
     thread) and says once why it cannot read, instead of every cycle."""
 
-    def __init__(self, name: str, client_settings: Mapping[str, Any]) -> None:
-        self._unsupported = unsupported_security(client_settings, "the log-dir reader")
+    def __init__(self, name: str, client_settings: Mapping[str, Any], *, cluster: str) -> None:
+        self._security, self._unsupported = ClientSecurity.or_reason(cluster, client_settings)
         self._step: CycleStep[PartitionSizes] = CycleStep(name, "log-dirs", log, logging.WARNING)
 
     def close(self) -> None:
@@ -129,11 +132,11 @@ class LogDirReader:
         return self._step.begin(lambda: self.read(metadata, topics, deadline), deadline, _timed_out)
 
     def read(self, metadata: Any, topics: Collection[str], deadline: float) -> PartitionSizes:
-        if self._unsupported is not None:
+        if self._security is None:
             self._step.say(f"partition sizes not read: {self._unsupported}; no size limit in the retention margin")
             return PartitionSizes()
         brokers = {broker_id: (b.host, b.port) for broker_id, b in metadata.brokers.items()}
-        read = read_partition_sizes(brokers, leaders_of(metadata, topics), deadline)
+        read = read_partition_sizes(brokers, leaders_of(metadata, topics), deadline, security=self._security)
         if read.unreadable is not None:
             self._step.say(f"partition sizes not read: {read.unreadable}")
         elif read.sizes:

@@ -4,9 +4,10 @@ Each broker answers ListGroups for the groups it coordinates, so the broker that
 group is the one to ask for its description and offsets: no FindCoordinator round trip. Per
 broker, one connection and four requests (ApiVersions, ListGroups typed "share",
 ShareGroupDescribe and DescribeShareGroupOffsets for its allowed groups), all within the
-admin cycle's deadline. A broker that does not speak the share-group requests (Kafka 3.x, a
-4.x cluster without share.version) has none to read; a broker that fails is a per-metric error
-of the cycle, as a failed OffsetFetch is. Why the protocol and not a client: docs/share-groups.md.
+admin cycle's deadline, secured (TLS, SASL) as the cluster's client settings say. A broker that
+does not speak the share-group requests (Kafka 3.x, a 4.x cluster without share.version) has
+none to read; a broker that fails (refused, reset, a failed login) is a per-metric error of
+the cycle, as a failed OffsetFetch is. Why the protocol and not a client: docs/share-groups.md.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from typing import Any
 
 from collectors.cycle_step import CycleStep
 from collectors.kafka_protocol.api_versions import api_versions, newest_common_version
-from collectors.kafka_protocol.connection import BrokerConnection, unsupported_security
+from collectors.kafka_protocol.connection import PLAINTEXT, BrokerConnection, ClientSecurity
+from collectors.kafka_protocol.security import SecurityRefused
 from collectors.kafka_protocol.wire import BrokerError, ProtocolError, Reader
 from collectors.share_groups import requests as messages
 
@@ -44,14 +46,15 @@ def read_share_groups(
     group_allowed: Callable[[str], bool],
     deadline: float,
     software_version: str = "0",
+    security: ClientSecurity = PLAINTEXT,
 ) -> ShareGroupsRead:
     """Every broker's share groups (those `group_allowed` passes), described with their offsets."""
     read = ShareGroupsRead()
     for host, port in brokers:
         try:
-            with BrokerConnection(host, port, CLIENT_ID, deadline) as connection:
+            with BrokerConnection(host, port, CLIENT_ID, deadline, security) as connection:
                 _read_broker(connection, group_allowed, software_version, read)
-        except (OSError, ProtocolError, BrokerError) as exc:  # OSError: refused, reset, timed out
+        except (OSError, ProtocolError, BrokerError, SecurityRefused) as exc:  # OSError: refused, reset, timed out
             read.errors.append(f"share groups on {host}:{port}: {exc}")
     return read
 
@@ -94,13 +97,15 @@ def _usable_offsets_version(versions: dict[int, tuple[int, int]]) -> int | None:
 
 class ShareGroupReader:
     """The admin collector's share-group step: runs beside the rest of the cycle (its own thread,
-    so the cycle's other steps do not eat its time), and says once why it cannot read (security
-    protocol, no share groups on the cluster) instead of every cycle."""
+    so the cycle's other steps do not eat its time), and says once why it cannot read (a security
+    setting its client cannot use, no share groups on the cluster) instead of every cycle."""
 
-    def __init__(self, name: str, client_settings: dict[str, Any], group_allowed: Callable[[str], bool]) -> None:
+    def __init__(
+        self, name: str, client_settings: dict[str, Any], group_allowed: Callable[[str], bool], *, cluster: str
+    ) -> None:
         self._name = name
         self._group_allowed = group_allowed
-        self._unsupported = unsupported_security(client_settings, "the share-group reader")
+        self._security, self._unsupported = ClientSecurity.or_reason(cluster, client_settings)
         self._step: CycleStep[ShareGroupsRead] = CycleStep(name, "share-groups", log)
 
     def close(self) -> None:
@@ -112,12 +117,12 @@ class ShareGroupReader:
 
     def read(self, metadata: Any, deadline: float) -> ShareGroupsRead:
         """This cycle's share groups, from the brokers the cycle's cluster metadata names."""
-        if self._unsupported is not None:
+        if self._security is None:
             self._step.say(f"share groups not read: {self._unsupported}")
             return ShareGroupsRead()
         brokers = [(b.host, b.port) for _, b in sorted(metadata.brokers.items())]
         started = time.monotonic()
-        read = read_share_groups(brokers, self._group_allowed, deadline)
+        read = read_share_groups(brokers, self._group_allowed, deadline, security=self._security)
         if brokers and read.without_share_groups == len(brokers):
             self._step.say("share groups not read: the brokers do not speak ShareGroupDescribe (no share groups)")
         else:

@@ -42,6 +42,19 @@ def test_compact_strings_and_arrays_store_length_plus_one_and_zero_for_null() ->
     assert reader.remaining == 0
 
 
+def test_bytes_and_the_classic_string_and_array_of_the_sasl_requests() -> None:
+    """SaslAuthenticate v2 carries compact bytes; SaslHandshake v1's answer is a classic array of
+    int16-length strings (its version is not flexible)."""
+    assert Writer().compact_bytes(b"\x00ab").bytes().hex() == "04006162"
+    reader = Reader(bytes.fromhex("04006162" + "00" + "00000002" + "0005504c41494e" + "000141" + "ffffffff"))
+    assert (reader.compact_bytes(), reader.compact_bytes()) == (b"\x00ab", b"")  # 0: null, read as empty
+    assert reader.array(Reader.string) == ["PLAIN", "A"]
+    assert reader.array(Reader.string) == []  # -1: null
+    assert reader.remaining == 0
+    with pytest.raises(ProtocolError, match="null"):
+        Reader(bytes.fromhex("ffff")).string()
+
+
 def test_a_null_where_a_string_must_be_is_a_protocol_error() -> None:
     with pytest.raises(ProtocolError, match="null"):
         Reader(b"\x00").compact_string()

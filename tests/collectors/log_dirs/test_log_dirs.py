@@ -4,7 +4,7 @@ A group committed on three topics: one with a size limit (retention.bytes), one 
 retention.bytes deletes nothing) and one without a size limit. The first cycle reads the size
 of each partition of the size-limited topic only, and sends it per group-partition as
 `group_partition_size_bytes`, equal to the partition's segment files on the broker's disk. What
-stops the reading (a security protocol the reader does not speak, a broker without the request)
+stops the reading (a security setting the reader's client cannot use, a broker without the request)
 is said once, and a cluster without size limits is never asked.
 """
 
@@ -62,7 +62,7 @@ def test_the_cycle_sends_each_size_limited_partitions_size_per_group(
 
 
 def test_a_cluster_without_size_limits_is_never_asked() -> None:
-    reader = LogDirReader("admin@test", {})
+    reader = LogDirReader("admin@test", {}, cluster="test")
     try:
         # No metadata at all: the reader must not even look for brokers.
         assert reader.begin(None, [], time.monotonic() + 5)() == PartitionSizes()
@@ -70,8 +70,10 @@ def test_a_cluster_without_size_limits_is_never_asked() -> None:
         reader.close()
 
 
-def test_a_secured_listener_is_said_once_and_not_connected_to(caplog: pytest.LogCaptureFixture) -> None:
-    reader = LogDirReader("admin@test", {"security.protocol": "SASL_SSL"})
+def test_a_security_setting_the_client_cannot_use_is_said_once_and_not_connected_to(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reader = LogDirReader("admin@test", {"security.protocol": "SSL", "ssl.keystore.location": "/k.p12"}, cluster="test")
     try:
         with caplog.at_level(logging.WARNING, logger="collectors.log_dirs.reader"):
             reads = [reader.begin(None, ["t"], time.monotonic() + 5)() for _ in range(3)]
@@ -79,8 +81,9 @@ def test_a_secured_listener_is_said_once_and_not_connected_to(caplog: pytest.Log
         reader.close()
     assert reads == [PartitionSizes()] * 3
     assert [r.getMessage() for r in caplog.records] == [
-        "admin@test: partition sizes not read: security.protocol sasl_ssl (the log-dir reader speaks plaintext "
-        "only); no size limit in the retention margin"
+        "admin@test: partition sizes not read: cluster test: ssl.keystore.location is not supported by Lagwatch's "
+        "protocol client (share groups, partition sizes); use ssl.certificate.location and ssl.key.location (PEM "
+        "files); no size limit in the retention margin"
     ]
 
 
@@ -90,7 +93,7 @@ def test_a_broker_without_the_request_is_said_once(tansu: EmbeddedBroker, caplog
     admin = AdminClient({"bootstrap.servers": tansu.bootstrap_servers})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(10)
     metadata = admin.list_topics(timeout=10)
-    reader = LogDirReader("admin@tansu", {})
+    reader = LogDirReader("admin@tansu", {}, cluster="tansu")
     try:
         with caplog.at_level(logging.WARNING, logger="collectors.log_dirs.reader"):
             reads = [reader.begin(metadata, [topic], time.monotonic() + 5)() for _ in range(2)]

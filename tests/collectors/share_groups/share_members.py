@@ -12,6 +12,7 @@ from __future__ import annotations
 import glob
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from confluent_kafka import AcknowledgeType, ShareConsumer
@@ -20,23 +21,27 @@ from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, C
 ACKNOWLEDGE_TIMEOUT_S = 30.0
 
 
-def start_at_earliest(bootstrap: str, group_id: str) -> None:
+def start_at_earliest(bootstrap: str, group_id: str, client: Mapping[str, str] | None = None) -> None:
     """Group config share.auto.offset.reset=earliest (the default, latest, would skip what was produced)."""
     entry = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({**(client or {}), "bootstrap.servers": bootstrap})
     for future in admin.incremental_alter_configs([ConfigResource(ResourceType.GROUP, group_id,
                                                                   incremental_configs=[entry])]).values():  # fmt: skip
         future.result()
 
 
 class ShareMember:
-    """One share consumer subscribed to `topic`; it acknowledges only when told to."""
+    """One share consumer subscribed to `topic`; it acknowledges only when told to (`client`:
+    security settings for a secured broker)."""
 
-    def __init__(self, bootstrap: str, group_id: str, topic: str, client_id: str) -> None:
-        start_at_earliest(bootstrap, group_id)
+    def __init__(
+        self, bootstrap: str, group_id: str, topic: str, client_id: str, client: Mapping[str, str] | None = None
+    ) -> None:
+        start_at_earliest(bootstrap, group_id, client)
         self.client_id = client_id
         self._consumer = ShareConsumer(
             {
+                **(client or {}),
                 "bootstrap.servers": bootstrap,
                 "group.id": group_id,
                 "client.id": client_id,
@@ -66,13 +71,17 @@ class ShareMember:
             self._consumer.close()
 
 
-def share_group_command(kafka_home: Path, bootstrap: str, group_id: str) -> dict[tuple[str, int], tuple[int, int]]:
-    """ShareGroupCommand --describe: (topic, partition) → (start offset, lag), as the broker's tool prints them."""
+def share_group_command(
+    kafka_home: Path, bootstrap: str, group_id: str, command_config: Path | None = None
+) -> dict[tuple[str, int], tuple[int, int]]:
+    """ShareGroupCommand --describe: (topic, partition) → (start offset, lag), as the broker's tool prints them
+    (`command_config`: the tool's client properties, for a secured broker)."""
     classpath = ":".join(sorted(glob.glob(str(kafka_home / "libs" / "*.jar"))))
     command = [
         "java", "-cp", classpath, f"-Dlog4j2.configurationFile={kafka_home / 'config' / 'tools-log4j2.yaml'}",
         "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
         "--bootstrap-server", bootstrap, "--describe", "--group", group_id,
+        *(["--command-config", str(command_config)] if command_config else []),
     ]  # fmt: skip
     out = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
     rows: dict[tuple[str, int], tuple[int, int]] = {}

@@ -105,13 +105,15 @@ def test_a_cluster_the_reader_cannot_connect_to_is_said_once_and_read_as_none(
     class Metadata:
         brokers: ClassVar[dict[int, Any]] = {}
 
-    reader = ShareGroupReader("admin@test", {"security.protocol": "SASL_SSL"}, lambda _: True)
+    kerberos = {"security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI"}
+    reader = ShareGroupReader("admin@test", kerberos, lambda _: True, cluster="test")
     with caplog.at_level("INFO", logger="collectors.share_groups.reader"):
         for _ in range(3):
             read = reader.read(Metadata(), time.monotonic() + 1)
             assert (read.errors, read.descriptions) == ([], {})
     assert [r.getMessage() for r in caplog.records] == [
-        "admin@test: share groups not read: security.protocol sasl_ssl (the share-group reader speaks plaintext only)"
+        "admin@test: share groups not read: cluster test: sasl.mechanism GSSAPI is not supported by Lagwatch's "
+        "protocol client (share groups, partition sizes); use PLAIN, SCRAM-SHA-256/512 or OAUTHBEARER"
     ]
 
 
