@@ -26,8 +26,10 @@ from api.auth import BearerTokenAuth
 from api.cache import Current, SnapshotCache
 from api.health import readiness
 from api.snapshot import ReadWindow, Snapshot, read_snapshot
+from lagwatch import exit_codes
 from lagwatch.config import Config
 from lagwatch.lake import utc_now
+from lagwatch.listen import listen_refused
 
 log = logging.getLogger(__name__)
 
@@ -157,6 +159,10 @@ def run(config: Config, args: argparse.Namespace) -> int:
     """Serve until SIGINT/SIGTERM (uvicorn handles both and exits cleanly)."""
     import uvicorn
 
+    refused = listen_refused("api.port", config.api.host, config.api.port)
+    if refused:
+        log.error("lagwatch api: %s", refused.message("api.port"))
+        return exit_codes.FAILED
     cache = make_cache(config)
     app = build_app(config, cache)
     cache.get()  # start the first lake read while the server binds

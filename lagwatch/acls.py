@@ -94,11 +94,13 @@ NEEDS: tuple[Need, ...] = (
          "known); DescribeLogDirs reads partition sizes for the retention margin"),
     Need("monitored", "Describe", "topic", ANY,
          "Metadata and ListOffsets: topics, partitions, log-end and log-start offsets; ConsumerGroupDescribe "
-         "also asks it for every topic a KIP-848 group subscribes to"),
+         "asks it for every topic a KIP-848 group subscribes to, ShareGroupDescribe and "
+         "DescribeShareGroupOffsets for every topic a share group reads"),
     Need("monitored", "DescribeConfigs", "topic", ANY,
          "DescribeConfigs: each topic's cleanup.policy, retention.ms and retention.bytes (the retention margin)"),
     Need("monitored", "Describe", "group", ANY,
-         "OffsetFetch, DescribeGroups, ConsumerGroupDescribe: committed offsets, state and members; "
+         "OffsetFetch, DescribeGroups, ConsumerGroupDescribe, ShareGroupDescribe, DescribeShareGroupOffsets: "
+         "committed offsets, share lag, state and members; "
          "FindCoordinator of the commit-log reader's group.id lagwatch-commitlog-<cluster>"),
     Need("monitored", "Read", "topic", COMMIT_LOG_TOPIC,
          "the commit-log source reads every offset commit (else committed offsets come from OffsetFetch)",
@@ -214,7 +216,9 @@ def _doc_config() -> Config:
 _HOMES: dict[Home, tuple[str, str]] = {
     "monitored": (
         "On each monitored cluster",
-        "Read only: Lagwatch changes nothing on a cluster it watches (no Write, Create, Alter). "
+        "Read only: watching a cluster needs no Write, Create or Alter. When the transport is the "
+        "monitored cluster itself (`transport.bootstrap_servers` empty, the default), that cluster also "
+        "carries Lagwatch's own `lagwatch.*` topics and needs the transport grants below. "
         "With `[[clusters]]`, each cluster's principal (its `client` settings) needs these on its cluster.",
     ),
     "transport": (

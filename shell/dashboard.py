@@ -17,8 +17,10 @@ import subprocess
 import time
 
 from dashboard import server
+from lagwatch import exit_codes
 from lagwatch.command_line import lagwatch_command
 from lagwatch.config import Config
+from lagwatch.listen import listen_refused
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +35,10 @@ def run(config: Config, args: argparse.Namespace) -> int:
         stop["requested"] = True
 
     secrets_file = server.write_login_secrets(config)  # before any child: a missing secret is exit 2
+    refused = listen_refused("dashboard.port", config.dashboard.host, config.dashboard.port)
+    if refused:
+        log.error("lagwatch dashboard: %s", refused.message("dashboard.port"))
+        return exit_codes.FAILED
     with_alerts = config.alerts.run and not args.no_alerts
     if not with_alerts and secrets_file is None:
         server.become_streamlit(config)  # nothing left to supervise or clean up: no launcher process stays

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import errno
 import os
 import re
 import shutil
-import socket
 import subprocess
 from pathlib import Path
 
 from lagwatch.config import Config
+from lagwatch.listen import listen_refused
 from shell.check.outcome import Outcome
 
 #: The oldest Java release Spark 4 runs on.
@@ -99,18 +98,9 @@ def port_outcome(key: str, host: str, port: int, taken_by_config: str | None = N
     subject = f"port {key}"
     if taken_by_config:
         return Outcome("FAIL", subject, f"{port} is also {taken_by_config}", f"give {key} a port of its own")
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers do: TIME_WAIT is no conflict
-        try:
-            sock.bind((host, port))
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                fix = (
-                    f"stop what listens there (Lagwatch already running? `lagwatch status`) or set {key} to a free port"
-                )
-                return Outcome("FAIL", subject, f"{host}:{port} is in use", fix)
-            return Outcome("FAIL", subject, f"cannot listen on {host}:{port} ({exc.strerror or exc})",
-                           f"set {key.split('.')[0]}.host to an address of this host")  # fmt: skip
+    refused = listen_refused(key, host, port)
+    if refused:
+        return Outcome("FAIL", subject, refused.problem, refused.fix)
     return Outcome("PASS", subject, f"{host}:{port} is free")
 
 
