@@ -160,6 +160,12 @@ def ensure_topic(
         admin.create_topics([new])[topic].result(timeout_s)
         log.info("created topic %s: %d partitions, replication %d, %s", topic, partitions, replication, topic_config)
     except KafkaException as exc:
+        if "AUTHORIZATION_FAILED" in str(exc):
+            raise KafkaRefused(
+                f"Kafka at {settings.get('bootstrap.servers')!r} refused to create topic {topic!r} ({exc}): grant this "
+                "principal Create on it, or create it beforehand; `lagwatch check` lists every grant Lagwatch needs "
+                "(docs/acls.md)"
+            ) from exc
         if "TOPIC_ALREADY_EXISTS" not in str(exc):
             raise
 

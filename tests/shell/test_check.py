@@ -218,6 +218,11 @@ def test_on_the_secured_broker_a_user_without_acls_is_told_each_grant_then_passe
             assert f"run: {acls.command_for(grant, settings)}" in out, grant
     wanted = table_acls(config)
     assert len(lines_of(refused, "FAIL")) + len(lines_of(refused, "WARN")) == len(wanted)
+    # Started anyway, the collector stops at its first refused request and says which grant it lacks.
+    collect = run_lagwatch(config_file, "collect", "--once")
+    assert collect.returncode == exit_codes.KAFKA_UNREACHABLE, collect.stdout + collect.stderr
+    samples_topic = sections["transport"]["samples_topic"]
+    assert f"refused to create topic {samples_topic!r}" in collect.stderr and "lagwatch check" in collect.stderr
 
     secure_broker.grant(user, wanted)
     granted = run_lagwatch(config_file, "check")
