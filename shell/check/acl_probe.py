@@ -20,8 +20,15 @@ from typing import Any
 #: Errors that mean "the principal may not" (not "it failed").
 REFUSED = {"TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"}
 #: Errors of a group coordinator still starting (a fresh cluster creates and loads
-#: __consumer_offsets on the first group request): asked again for up to COORDINATOR_WAIT_S.
-COORDINATOR_STARTING = {"NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS"}
+#: __consumer_offsets on the first group request, which can outlast one request's timeout on a
+#: busy host): asked again for up to COORDINATOR_WAIT_S.
+COORDINATOR_STARTING = {
+    "NOT_COORDINATOR",
+    "COORDINATOR_NOT_AVAILABLE",
+    "COORDINATOR_LOAD_IN_PROGRESS",
+    "TIMED_OUT",
+    "_TIMED_OUT",
+}
 COORDINATOR_WAIT_S = 30.0
 UNKNOWN_TOPIC = "UNKNOWN_TOPIC_OR_PART"
 
@@ -108,11 +115,11 @@ class AclProbe:
             try:
                 return self._operations(future.result(self._timeout_s).authorized_operations)
             except Exception as exc:
-                code = _code(exc)
+                code = "TIMED_OUT" if isinstance(exc, TimeoutError) else _code(exc)
                 if code in REFUSED:
                     return frozenset()
                 if code not in COORDINATOR_STARTING or time.monotonic() > deadline:
-                    raise ProbeError(f"describing group {name!r}: {exc}") from None
+                    raise ProbeError(f"describing group {name!r}: {exc or code}") from None
             time.sleep(0.5)
 
     def any_group(self) -> frozenset[str]:
