@@ -61,7 +61,7 @@ from collectors.admin.samples import (
     partition_owner_samples,
     partition_pending_samples,
 )
-from collectors.admin.topic_configs import TopicConfigReader, retention_samples
+from collectors.admin.topic_configs import NOT_REPORTED, TopicConfigReader, retention_samples
 from collectors.base import SampleFactory, ScrapeResult
 from collectors.commit_log.reader import TOPIC as COMMIT_LOG_TOPIC
 from collectors.commit_log.reader import (
@@ -139,6 +139,7 @@ class AdminCollector:
         self._named_groups = {g for g in literal_names(allow) if self._group_allowed(g)}
         self._topic_configs = TopicConfigReader(config.collect.topic_config_refresh_s)
         self._said_retention_refused = False
+        self._said_retention_unreported = False
 
     @property
     def name(self) -> str:
@@ -269,8 +270,15 @@ class AdminCollector:
                 "for the retention margin; until then their groups have none",
                 self.name, len(refused), ", ".join(refused[:10]) + (", …" if len(refused) > 10 else ""),
             )  # fmt: skip
+        unreported = sorted(topic for topic, error in read.errors.items() if NOT_REPORTED in error)
+        if unreported and not self._said_retention_unreported:
+            self._said_retention_unreported = True
+            log.info(
+                "%s: the broker reports no retention settings for %d topic(s) (%s; %s): their groups have no "
+                "retention margin", self.name, len(unreported), ", ".join(unreported[:10]), read.errors[unreported[0]],
+            )  # fmt: skip
         for topic, error in read.errors.items():
-            if topic not in refused:
+            if topic not in refused and topic not in unreported:
                 cycle.errors.add(f"topic retention {topic}: {error}")
         if read.unfinished:
             cycle.errors.add(f"topic retention: {read.unfinished} topic(s) not described within the timeout")

@@ -57,8 +57,17 @@ def policy_code(policy: str) -> int:
         raise ValueError(f"cleanup.policy {policy!r} is none of {', '.join(CLEANUP_POLICY_CODE)}") from None
 
 
+#: The settings a retention margin needs; a broker that leaves one out of its answer (tansu
+#: reports none of them) gives its topics no margin, which is said once, not as a cycle error.
+RETENTION_KEYS = ("cleanup.policy", "retention.ms", "retention.bytes")
+NOT_REPORTED = "not reported by the broker"
+
+
 def topic_retention(entries: dict[str, Any]) -> TopicRetention:
     """A DescribeConfigs answer (name → ConfigEntry) as the three settings."""
+    missing = [key for key in RETENTION_KEYS if key not in entries]
+    if missing:
+        raise KeyError(f"{', '.join(missing)} {NOT_REPORTED}")
     return TopicRetention(
         cleanup_policy=policy_code(entries["cleanup.policy"].value),
         retention_ms=int(entries["retention.ms"].value),
