@@ -243,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.log_level = args.log_level or "INFO"
     setup_logging(args.log_level)
+    from lagwatch.java import JdkMissing
     from lagwatch.kafka import KafkaUnreachable
 
     try:
@@ -256,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     except KafkaUnreachable as exc:
         print(f"lagwatch: {exc}", file=sys.stderr)
         return exit_codes.KAFKA_UNREACHABLE
+    except JdkMissing as exc:
+        print(f"lagwatch: {exc}", file=sys.stderr)
+        return exit_codes.FAILED
     except KeyboardInterrupt:
         return exit_codes.INTERRUPTED
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from lagwatch import lake as lakelib
 from lagwatch.config import Config
+from lagwatch.java import require_java_for
 from lagwatch.kafka import KafkaUnreachable, check_reachable, ensure_samples_topic, transport_client_config
 from lagwatch.lake_maintenance import maintain_lake
 from lagwatch.stop_signals import stop_on_signals
@@ -94,6 +95,7 @@ class JobPaths:
 def run(config: Config, args: argparse.Namespace) -> int:
     """Entry point of `lagwatch stream [--available-now]`; the shell has already pointed `config` at a broker."""
     available_now = bool(getattr(args, "available_now", False))
+    require_java_for("the Spark job")  # before Kafka and Spark: one line, not a Java gateway traceback
     settings = transport_client_config(config)
     check_reachable(settings, timeout_s=config.spark.kafka_timeout_s)
     ensure_samples_topic(config)

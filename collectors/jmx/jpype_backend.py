@@ -37,6 +37,7 @@ from collectors.jmx.backend import (
     missing_errors,
 )
 from collectors.jmx.mapping import MetricDef, sample_labels
+from lagwatch.java import JDK_FIX, JdkMissing
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +60,25 @@ def ensure_jvm(rmi_timeout_s: float, jvm_path: str = "") -> None:
             f"-Dsun.rmi.transport.tcp.handshakeTimeout={timeout_ms}",
             f"-Dsun.rmi.transport.connectionTimeout={timeout_ms}",
         ]
-        path = jvm_path or jpype.getDefaultJVMPath()
+        path = _jvm_library(jvm_path)
         log.info("starting the in-process JVM for JMX (%s, RMI timeouts %s ms)", path, timeout_ms)
-        jpype.startJVM(path, *JVM_OPTIONS, *properties, convertStrings=False)
+        try:
+            jpype.startJVM(path, *JVM_OPTIONS, *properties, convertStrings=False)
+        except OSError as exc:  # jpype's "JVM DLL not found" for a path that is no JVM library
+            raise JdkMissing(f"the jpype JMX backend could not load the JVM at {path} ({exc}): {_JVM_FIX}") from None
+
+
+_JVM_FIX = f"{JDK_FIX}, or point jmx.jvm_path at a libjvm.so"
+
+
+def _jvm_library(jvm_path: str) -> str:
+    """`jmx.jvm_path`, else the JVM jpype finds (JAVA_HOME, then the system's default)."""
+    if jvm_path:
+        return jvm_path
+    try:
+        return str(jpype.getDefaultJVMPath())
+    except jpype.JVMNotFoundException as exc:
+        raise JdkMissing(f"the jpype JMX backend found no JVM ({exc}): {_JVM_FIX}") from None
 
 
 @contextlib.contextmanager

@@ -4,54 +4,22 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 from lagwatch.config import Config
+from lagwatch.java import JDK_FIX, JdkMissing, require_java
 from lagwatch.listen import listen_refused
 from shell.check.outcome import Outcome
 
-#: The oldest Java release Spark 4 runs on.
-MIN_JAVA = 17
-JDK_FIX = f"install a JDK {MIN_JAVA}+ (apt-get install openjdk-{MIN_JAVA}-jre-headless) or set JAVA_HOME"
-_JAVA_VERSION = re.compile(r'version "(\d+)(?:\.(\d+))?[^"]*"')
 #: A Hadoop URI (hdfs://, s3a://): Spark writes there, not this host's file system.
 _URI = re.compile(r"^[A-Za-z][\w+.-]*://")
 
 
-def java_binary() -> tuple[str | None, str]:
-    """(the java Spark would start, where it was looked for): JAVA_HOME first, as PySpark does, else PATH."""
-    home = os.environ.get("JAVA_HOME")
-    if home:
-        candidate = Path(home) / "bin" / "java"
-        return (str(candidate) if candidate.is_file() else None), f"JAVA_HOME={home}"
-    return shutil.which("java"), "PATH"
-
-
-def java_major(version_text: str) -> int | None:
-    """17 from 'openjdk version "17.0.2"', 8 from 'java version "1.8.0_392"'."""
-    match = _JAVA_VERSION.search(version_text)
-    if not match:
-        return None
-    first, second = int(match.group(1)), match.group(2)
-    return int(second) if first == 1 and second else first
-
-
 def jdk_outcome() -> Outcome:
-    java, looked = java_binary()
-    if java is None:
-        return Outcome("FAIL", "jdk", f"no java found (looked in {looked})", JDK_FIX)
     try:
-        done = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return Outcome("FAIL", "jdk", f"{java} -version failed: {exc}", JDK_FIX)
-    text = done.stderr + done.stdout
-    major = java_major(text)
-    if major is None:
-        return Outcome("FAIL", "jdk", f"{java} -version printed no version ({text.strip()[:80]!r})", JDK_FIX)
-    if major < MIN_JAVA:
-        return Outcome("FAIL", "jdk", f"Java {major} at {java} is older than {MIN_JAVA}", JDK_FIX)
+        java, major = require_java()
+    except JdkMissing as exc:
+        return Outcome("FAIL", "jdk", str(exc), JDK_FIX)
     return Outcome("PASS", "jdk", f"Java {major} at {java}")
 
 

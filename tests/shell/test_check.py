@@ -34,9 +34,9 @@ from harness.secure_kafka import ADMIN_USER, Acl, SecureKafkaBroker
 from harness.webhook_receiver import WebhookReceiver
 from lagwatch import acls, exit_codes
 from lagwatch.config import Config, parse_config
+from lagwatch.java import JDK_FIX, java_major
 from shell.broker import free_port
 from shell.check.kafka_checks import release
-from shell.check.local_checks import JDK_FIX, java_major
 
 CLUSTER = "secured"
 
