@@ -156,7 +156,11 @@ def _add_commands(sub: argparse._SubParsersAction) -> None:  # type: ignore[type
     demo.add_argument("--duration-s", type=float, default=0, help="stop after this many seconds (0: run until stopped)")
 
     up = sub.add_parser("up", help="start everything: broker, demo, collectors, Spark job, alerts, dashboard, API")
-    up.add_argument("--no-demo", action="store_true", help="do not start the demo workload")
+    up.add_argument(
+        "--no-demo",
+        action="store_true",
+        help="do not start the demo workload on the embedded broker (it never runs on a configured cluster)",
+    )
 
     sub.add_parser("status", help="report each component's health")
     sub.add_parser("broker", help="run the embedded tansu broker alone and print its address")
