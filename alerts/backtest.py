@@ -32,7 +32,7 @@ from alerts.evaluate import (
     series_filter,
     sql_literal,
 )
-from alerts.notify import Notifier, Outgoing
+from alerts.notify import Notifier, Outgoing, as_before_rename
 from alerts.rules import SOURCES, CompiledRule
 from lagwatch.backtest_report import (
     AlertRecord,
@@ -70,9 +70,11 @@ def rules_needed(chosen: list[CompiledRule], every: list[CompiledRule], config: 
 
     def may_source(rule: CompiledRule) -> bool:
         static = {"alertname": rule.name, "severity": rule.severity, **rule.labels}
+        names = [static, *filter(None, [as_before_rename(static)])]  # a renamed rule also under its old name
         return any(
-            all(static.get(k, v) == v for k, v in inhibit.source_match.items())
+            all(labels.get(k, v) == v for k, v in inhibit.source_match.items())
             for inhibit in config.alerts.inhibit_rules
+            for labels in names
         )
 
     return [r for r in every if r.name in names or may_source(r)]

@@ -20,7 +20,7 @@ from typing import Any
 
 from alerts.backtest import backtest, compare
 from alerts.evaluate import Grid
-from alerts.rules import CompiledRule, compile_rules, effective_rules
+from alerts.rules import CompiledRule, compile_rules, current_rule_name, effective_rules
 from lagwatch import exit_codes
 from lagwatch.backtest_report import Comparison, Report, rule_toml, to_json
 from lagwatch.config import Config, ConfigError, duration_seconds, parse_config
@@ -52,8 +52,11 @@ def with_rules_file(config: Config, path: str) -> Config:
 
 
 def chosen_rules(rules: list[CompiledRule], names: list[str] | None) -> list[str]:
+    """The rules `--rule` names (all without it); a renamed rule's old name picks it, with a warning,
+    unless a rule of that name is configured."""
     known = [r.name for r in rules]
-    unknown = sorted(set(names or []) - set(known))
+    names = [n if n in known else current_rule_name(n, "--rule") for n in names or []]
+    unknown = sorted(set(names) - set(known))
     if unknown:
         raise ConfigError(f"--rule: unknown rule(s) {unknown} (rules: {', '.join(known)})")
     return list(names) if names else known

@@ -28,7 +28,7 @@ from alerts.events import EventLog
 from alerts.leader import Leadership, leadership_for
 from alerts.notify import Notifier
 from alerts.outbox import DeliveryStats, Outbox, enqueue
-from alerts.receivers import encode_body
+from alerts.receivers import check_receiver_urls, encode_body
 from alerts.rules import CompiledRule, compile_rules
 from alerts.store import Store
 from lagwatch.config import Config
@@ -69,6 +69,7 @@ class AlertEngine:
     ) -> None:
         self.config = config
         self.rules = rules if rules is not None else compile_rules(config.alerts)
+        check_receiver_urls(config.alerts.receivers)
         self.clock = clock
         instance = f"{socket.gethostname()}-{os.getpid()}"
         self.store = Store(config.resolve_path(config.alerts.state_dir))

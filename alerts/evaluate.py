@@ -446,8 +446,13 @@ class Evaluator:
             labels.update({b: str(rows[b][n]) for b in rule.by})
             value = float(rows["value"][n])
             extra: dict[str, Any] = {"reason": str(rows["reason"][n])}
-            if rule.kind == "status":
-                extra["status"] = STATUS_ORDER[int(value)]
+            status = rule.value_text(value)
+            if status is not None:
+                # The status word is a label, as the `status` label of the Prometheus series: so a
+                # group going from STALL to STOP is a new alert that says so, as in Prometheus. A
+                # status reason starts with the word ("STOP: group empty …"), which {status} says.
+                extra["status"] = labels["status"] = status
+                extra["reason"] = extra["reason"].removeprefix(f"{status}: ")
             conditions.append(Condition(rule, labels, value, extra))
         k_from = np.asarray(rows["k_from"], dtype=np.int64)[picked]
         k_to = np.asarray(rows["k_to"], dtype=np.int64)[picked]

@@ -34,11 +34,15 @@ def make_event(
     incident_key: str = "",
     seq: int | None = None,
     value: float | None = None,
+    value_text: str | None = None,
     receiver: str = "",
     detail: str = "",
     identity: tuple[object, ...] = (),
 ) -> dict[str, Any]:
-    """An alert_events row; `identity` (plus event and labels) makes its id deterministic."""
+    """An alert_events row; `identity` (plus event and labels) makes its id deterministic.
+
+    `value_text` is the value in words where the rule's value is one (a status rule: STOP).
+    """
     assert event in EVENTS, event
     labels_json = json.dumps(labels, sort_keys=True)
     return {
@@ -51,6 +55,7 @@ def make_event(
         "severity": labels.get("severity", ""),
         "labels": labels_json,
         "value": value,
+        "value_text": value_text,
         "receiver": receiver,
         "detail": detail,
         "event_id": event_id(event, labels_json, incident_key, seq, receiver, *identity),

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,8 +40,10 @@ from alerts.evaluate import Condition, fingerprint  # noqa: F401 (fingerprint: p
 from alerts.events import make_event
 from alerts.receivers import AlertView, Notification, Timing, receiver_type
 from alerts.rules import CompiledRule
-from lagwatch.config import AlertReceiver, AlertsConfig, InhibitRule, parse_duration
+from lagwatch.config import PREVIOUS_ALERTNAME_LABEL, AlertReceiver, AlertsConfig, InhibitRule, parse_duration
 from lagwatch.silences import Silence
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,39 @@ class Outgoing:
 
 def _matches(matchers: dict[str, str], labels: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in matchers.items())
+
+
+def as_before_rename(labels: dict[str, str]) -> dict[str, str] | None:
+    """A renamed rule's alert under its old alertname (None for any other alert).
+
+    Why: silences and inhibit rules written for the old name keep matching for one release.
+    """
+    old = labels.get(PREVIOUS_ALERTNAME_LABEL)
+    return {**labels, "alertname": old} if old else None
+
+
+def _matches_any_name(matchers: dict[str, str], labels: dict[str, str]) -> bool:
+    before = as_before_rename(labels)
+    return _matches(matchers, labels) or (before is not None and _matches(matchers, before))
+
+
+def _value_of(alert: dict[str, Any]) -> dict[str, Any]:
+    """An alert's value for its alert_events rows: the number, and the word where it is one."""
+    return {"value": alert.get("value"), "value_text": alert.get("value_text")}
+
+
+_warned_silences: set[str] = set()
+
+
+def _old_name_silence(silence: Silence, labels: dict[str, str]) -> None:
+    """A silence written for a renamed rule's old name still holds for one release: say so, once."""
+    if silence.id not in _warned_silences:
+        _warned_silences.add(silence.id)
+        log.warning(
+            "silence %s matches alertname %s, the old name of %s: it still silences it for one release; "
+            "a new silence should name %s",
+            silence.id, labels.get(PREVIOUS_ALERTNAME_LABEL), labels.get("alertname"), labels.get("alertname"),
+        )  # fmt: skip
 
 
 class Notifier:
@@ -143,10 +179,11 @@ class Notifier:
             },
         )
         alert["value"] = condition.value
+        alert["value_text"] = rule.value_text(condition.value)
         alert["annotations"] = rule.render(condition.labels, condition.value, condition.extra)
         if alert["state"] == "pending" and now - alert["active_since"] >= rule.for_s:
             alert.update(state="firing", starts_at=now)
-            return [make_event("firing", now, alert["labels"], value=condition.value, identity=(now,))]
+            return [make_event("firing", now, alert["labels"], **_value_of(alert), identity=(now,))]
         return []
 
     def _clear(self, fp: str, now: float) -> list[dict[str, Any]]:
@@ -156,7 +193,7 @@ class Notifier:
         for group in self.groups.values():
             if fp in group["notified"]:
                 group["resolved"][fp] = self._view(fp, alert, "resolved", ends_at=now)
-        return [make_event("resolved", now, alert["labels"], value=alert.get("value"), identity=(alert["starts_at"],))]
+        return [make_event("resolved", now, alert["labels"], **_value_of(alert), identity=(alert["starts_at"],))]
 
     def _suppress(self, now: float, silences: list[Silence]) -> list[dict[str, Any]]:
         """Mark firing alerts silenced or inhibited; record each transition once."""
@@ -172,7 +209,7 @@ class Notifier:
                         event,
                         now,
                         alert["labels"],
-                        value=alert.get("value"),
+                        **_value_of(alert),
                         detail=reason,
                         identity=(alert["starts_at"], reason),
                     )
@@ -182,18 +219,22 @@ class Notifier:
 
     @staticmethod
     def _silenced_by(labels: dict[str, str], silences: list[Silence]) -> str:
+        before = as_before_rename(labels)
         for silence in silences:
             if silence.matches(labels):
+                return f"silence {silence.id} by {silence.created_by}: {silence.comment}"
+            if before is not None and silence.matches(before):
+                _old_name_silence(silence, labels)
                 return f"silence {silence.id} by {silence.created_by}: {silence.comment}"
         return ""
 
     def _inhibited_by(self, labels: dict[str, str]) -> str:
         for rule in self._inhibit:
-            if not _matches(rule.target_match, labels):
+            if not _matches_any_name(rule.target_match, labels):
                 continue
             for source in self.alerts.values():
                 src = source["labels"]
-                if src is labels or not _matches(rule.source_match, src):
+                if src is labels or not _matches_any_name(rule.source_match, src):
                     continue
                 if all(src.get(k) == labels.get(k) for k in rule.equal):
                     return f"inhibited by {src.get('alertname')} {json.dumps(src, sort_keys=True)}"

@@ -132,6 +132,13 @@ def check_receiver_types(receivers: list[AlertReceiver]) -> None:
         receiver_type(receiver)
 
 
+def check_receiver_urls(receivers: list[AlertReceiver]) -> None:
+    """Every receiver's URL is there, its `url_env` variable set: checked by the engine that sends
+    when it starts (exit 2 naming the receiver and the variable), not at its first page."""
+    for receiver in receivers:
+        receiver.target_url(os.environ)
+
+
 @register
 class Webhook:
     """Alertmanager's webhook payload, version 4: bridges written for Alertmanager work unchanged."""
@@ -164,7 +171,7 @@ class Webhook:
         }
 
     def url(self, receiver: AlertReceiver) -> str:
-        return receiver.url
+        return receiver.target_url(os.environ)
 
     def timing(self, receiver: AlertReceiver, configured: Timing) -> Timing:
         return configured
@@ -217,7 +224,7 @@ class Alertmanager:
         ]
 
     def url(self, receiver: AlertReceiver) -> str:
-        base = receiver.url.rstrip("/")
+        base = receiver.target_url(os.environ).rstrip("/")
         return base if base.endswith(self.path) else base + self.path
 
     def timing(self, receiver: AlertReceiver, configured: Timing) -> Timing:

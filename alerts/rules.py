@@ -8,13 +8,21 @@ status order come from :mod:`lagwatch.vocabulary`; lake columns from :mod:`lagwa
 
 from __future__ import annotations
 
+import logging
 import string
 from dataclasses import dataclass, field
 from typing import Any
 
 from alerts.receivers import check_receiver_types
 from lagwatch import vocabulary
-from lagwatch.config import AlertRule, AlertsConfig, ConfigError, parse_duration
+from lagwatch.config import (
+    PREVIOUS_ALERTNAME_LABEL,
+    RENAMED_RULES,
+    AlertRule,
+    AlertsConfig,
+    ConfigError,
+    parse_duration,
+)
 from lagwatch.lake import LABEL_COLUMNS, TABLES
 from lagwatch.vocabulary import SOURCES as SAMPLE_SOURCES
 from lagwatch.vocabulary import STATUS_ORDER
@@ -23,6 +31,8 @@ from lagwatch.vocabulary import Source as SampleSource
 METRIC_TABLES = ("metrics_1m", "metrics_10s")
 METRIC_FIELDS = ("last", "avg", "min", "max", "first", "rate_per_s", "samples")
 DEAD_LETTERS = "dead_letters"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -105,9 +115,20 @@ class CompiledRule:
     summary: str = ""
     description: str = ""
 
+    def value_text(self, value: float) -> str | None:
+        """The value as the operator reads it where it is a word: a status rule's status (4 -> STOP).
+
+        Why: a status rule's value is the status' severity index, which means nothing on a page or
+        in the Alerts table; None where the number itself is the value.
+        """
+        return STATUS_ORDER[int(value)] if self.kind == "status" else None
+
     def render(self, labels: dict[str, str], value: float, extra: dict[str, Any]) -> dict[str, str]:
-        """Annotations for one alert instance (templates were checked at start-up)."""
-        values = _TemplateValues({**labels, **extra, "value": value, "threshold": self.threshold})
+        """Annotations for one alert instance (templates were checked at start-up); `{value}` of a
+        status rule is its status word."""
+        text = self.value_text(value)
+        shown: float | str = value if text is None else text
+        values = _TemplateValues({**labels, **extra, "value": shown, "threshold": self.threshold})
         out = {}
         for key, template in (("summary", self.summary), ("description", self.description)):
             if template:
@@ -200,7 +221,7 @@ def _check_template(rule: AlertRule, key: str, template: str) -> None:
     except ValueError as exc:
         raise ConfigError(f"{where}: bad template {template!r}: {exc}") from None
     sample: dict[str, Any] = {name: "x" for name in allowed}
-    sample.update(value=1.0, threshold=1.0)
+    sample.update(value="STOP" if rule.kind == "status" else 1.0, threshold=1.0)
     for _, field_name, _, _ in parsed:
         if field_name is None:
             continue
@@ -211,7 +232,8 @@ def _check_template(rule: AlertRule, key: str, template: str) -> None:
     try:
         template.format_map(sample)
     except (ValueError, TypeError, KeyError, IndexError) as exc:
-        raise ConfigError(f"{where}: bad template {template!r}: {exc}") from None
+        hint = " ({value} of a status rule is the status word, e.g. STOP: drop the number format)"
+        raise ConfigError(f"{where}: bad template {template!r}: {exc}{hint if rule.kind == 'status' else ''}") from None
 
 
 def category_of(rule: AlertRule, source: Source) -> str:
@@ -266,7 +288,7 @@ def compile_rule(rule: AlertRule, known_metrics: frozenset[str], receiver_names:
         lookback_s=lookback_s,
         severity=rule.severity,
         receivers=tuple(rule.receivers),
-        labels={"category": category_of(rule, source), **rule.labels},
+        labels={"category": category_of(rule, source), **_previous_name_label(rule.name), **rule.labels},
         summary=rule.summary,
         description=rule.description,
     )
@@ -315,7 +337,7 @@ def default_rules(alerts: AlertsConfig) -> list[AlertRule]:
         ),
         dict(
             # One page per cluster that cannot be read (its groups all turn ERR), instead of one
-            # ConsumerGroupStalled per group: the default inhibition mutes those from the first failed
+            # ConsumerGroupUnhealthy per group: the default inhibition mutes those from the first failed
             # cycle (a pending source inhibits), and the page waits a minute so one blip is no page.
             name="ClusterUnreachable",
             metric="up",
@@ -336,7 +358,9 @@ def default_rules(alerts: AlertsConfig) -> list[AlertRule]:
             summary="Leader elections at {value:.2f}/s in cluster {cluster}",
         ),
         dict(
-            name="ConsumerGroupStalled",
+            # Any status from STALL up (STALL, STOP, ERR, LOSS), so the name says "unhealthy", and the
+            # status word is in the summary and the `status` label (named ConsumerGroupStalled before).
+            name="ConsumerGroupUnhealthy",
             kind="status",
             metric="status",
             by=["group_id"],
@@ -392,13 +416,57 @@ def default_rules(alerts: AlertsConfig) -> list[AlertRule]:
     return [AlertRule.model_validate(row) for row in rows]
 
 
+def _previous_name_label(name: str) -> dict[str, str]:
+    """`previous_alertname` for a renamed rule's alerts, so routes on the old name can be moved."""
+    old = [before for before, after in RENAMED_RULES.items() if after == name]
+    return {PREVIOUS_ALERTNAME_LABEL: old[0]} if old else {}
+
+
+_warned: set[str] = set()
+
+
+def _deprecated(message: str) -> None:
+    """Log a deprecation once per process (every command compiles the rules, some more than once)."""
+    if message not in _warned:
+        _warned.add(message)
+        log.warning(message)
+
+
+def current_rule_name(name: str, where: str) -> str:
+    """`name`, or the new name of a renamed default rule (with a deprecation warning naming it)."""
+    if name not in RENAMED_RULES:
+        return name
+    _deprecated(f"{where}: rule {name} is now named {RENAMED_RULES[name]}; the old name still works for one "
+                f"release: use {RENAMED_RULES[name]}")  # fmt: skip
+    return RENAMED_RULES[name]
+
+
 def effective_rules(alerts: AlertsConfig) -> list[AlertRule]:
-    """The configured rules, then the default rules no configured rule replaces by name."""
+    """The configured rules, then the default rules no configured rule replaces by name.
+
+    A configured rule with a renamed default's old name replaces it (under the name it has).
+    """
     configured = list(alerts.rules)
     names = {r.name for r in configured}
+    names |= {RENAMED_RULES[n] for n in names if n in RENAMED_RULES}
     if alerts.use_default_rules:
         configured += [r for r in default_rules(alerts) if r.name not in names]
     return configured
+
+
+def _warn_old_names(alerts: AlertsConfig) -> None:
+    """Config that still names a renamed rule works for one release; say what to write instead."""
+    for rule in alerts.rules:
+        new = RENAMED_RULES.get(rule.name)
+        if new and alerts.use_default_rules and new not in {r.name for r in alerts.rules}:
+            _deprecated(f"alerts.rules '{rule.name}': the default rule {rule.name} is now named {new}; this rule "
+                        f"still replaces it for one release: rename it to {new}")  # fmt: skip
+    for n, inhibit in enumerate(alerts.inhibit_rules):
+        for key in ("source_match", "target_match"):
+            name = getattr(inhibit, key).get("alertname", "")
+            if name in RENAMED_RULES:
+                _deprecated(f"alerts.inhibit_rules[{n}].{key}: alertname {name} is now {RENAMED_RULES[name]}; "
+                            f"it matches both for one release: write {RENAMED_RULES[name]}")  # fmt: skip
 
 
 def compile_rules(alerts: AlertsConfig) -> list[CompiledRule]:
@@ -408,6 +476,7 @@ def compile_rules(alerts: AlertsConfig) -> list[CompiledRule]:
     if duplicates:
         raise ConfigError(f"alerts.receivers: duplicate receiver name(s) {duplicates}")
     check_receiver_types(alerts.receivers)
+    _warn_old_names(alerts)
     configured = effective_rules(alerts)
     seen: set[str] = set()
     for rule in configured:

@@ -386,7 +386,7 @@ def alert_table(frame: pd.DataFrame) -> None:
     shown = frame.assign(labels=[label_chips(text) for text in frame["labels"]])
     table(
         shown[[c for c in ALERT_COLUMNS if c in shown.columns]],
-        value=st.column_config.NumberColumn("value", format="%.6g"),
+        value=st.column_config.TextColumn("value"),  # a status word or a number (queries/alerts.py)
         labels=st.column_config.ListColumn("labels"),
         since_or_last=st.column_config.DatetimeColumn("since"),
     )

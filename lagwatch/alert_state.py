@@ -2,8 +2,8 @@
 
 Why here: the engine writes these rows and the dashboard judges from them alone what fires
 now, so the event names are a contract between two processes, beside the table's columns in
-:mod:`lagwatch.lake`. An incident fires until its newest state event is `resolved`;
-deliveries and suppressions are records about an incident, not states of it.
+:mod:`lagwatch.lake`. An alert (its labels) fires from its `firing` event until a newer
+`resolved` one; repeats, deliveries and suppressions are records about it, not states of it.
 """
 
 from __future__ import annotations

@@ -209,6 +209,7 @@ TABLES: dict[str, Table] = {
                 ("severity", "VARCHAR"),
                 ("labels", "VARCHAR"),  # JSON object
                 ("value", "DOUBLE"),
+                ("value_text", "VARCHAR"),  # the value in words where it is one: a status rule's status (STOP)
                 ("receiver", "VARCHAR"),
                 ("detail", "VARCHAR"),
                 ("event_id", "VARCHAR"),

@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 from dashboard.queries import Frames, Lake, Scope, run_each, session
-from lagwatch.alert_state import RESOLVED, STATE_EVENTS
+from lagwatch.alert_state import FIRING, RESOLVED
 
-SQL_ALERT_EVENTS = """
-SELECT ts, event, alertname, severity, incident_key, seq, labels, value, receiver, detail
+#: The value as the operator reads it: a status rule's status word (STOP, not its severity index
+#: 4), else the number; text, so one column holds both.
+SHOWN_VALUE = "coalesce(value_text, format('{:.6g}', value)) AS value"
+
+SQL_ALERT_EVENTS = f"""
+SELECT ts, event, alertname, severity, incident_key, seq, labels, {SHOWN_VALUE}, receiver, detail
 FROM alert_events_since($start) WHERE cluster = $cluster AND ts < $end
 ORDER BY ts DESC
 """
 
-#: An incident fires until its newest state event says resolved (deliveries are not states).
+#: An alert (its label set, alertname and cluster included) fires from its `firing` event until a
+#: newer `resolved` one. Why by labels: the engine writes an alert's firing and resolved events
+#: with its labels and no incident key (an incident is a notification group's, on its repeats and
+#: deliveries), so one key would stand for every alert and show one of them.
 SQL_ALERTS_FIRING = f"""
-SELECT alertname, severity, incident_key, labels, value, ts AS since_or_last
+SELECT alertname, severity, incident_key, labels, {SHOWN_VALUE}, ts AS since_or_last
 FROM alert_events
-WHERE cluster = $cluster AND event IN {STATE_EVENTS}
-QUALIFY row_number() OVER (PARTITION BY incident_key ORDER BY ts DESC, seq DESC) = 1 AND event <> '{RESOLVED}'
+WHERE cluster = $cluster AND event IN ('{FIRING}', '{RESOLVED}')
+QUALIFY row_number() OVER (PARTITION BY labels ORDER BY ts DESC, seq DESC) = 1 AND event <> '{RESOLVED}'
 ORDER BY ts DESC
 """
 

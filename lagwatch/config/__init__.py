@@ -15,7 +15,14 @@ import from here, never from a module, so sections can move between modules free
 
 from __future__ import annotations
 
-from lagwatch.config.alerts import AlertReceiver, AlertRule, AlertsConfig, InhibitRule
+from lagwatch.config.alerts import (
+    PREVIOUS_ALERTNAME_LABEL,
+    RENAMED_RULES,
+    AlertReceiver,
+    AlertRule,
+    AlertsConfig,
+    InhibitRule,
+)
 from lagwatch.config.api import ApiConfig
 from lagwatch.config.base import (
     THRESHOLD_KEYS,
@@ -57,6 +64,8 @@ __all__ = [
     "DEFAULT_CONFIG_PATH",
     "ENV_CLIENT_KEYS",
     "JAVA_SECRET_KEYS",
+    "PREVIOUS_ALERTNAME_LABEL",
+    "RENAMED_RULES",
     "SECRET_CLIENT_KEYS",
     "THRESHOLD_KEYS",
     "AlertReceiver",

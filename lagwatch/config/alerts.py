@@ -2,11 +2,24 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from lagwatch.config.base import Duration, OptionalDuration, StrictModel
+from lagwatch.config.base import ConfigError, Duration, OptionalDuration, StrictModel
+
+#: Default rules that were renamed: old name -> new name. For one release the old name still
+#: works, with a warning naming the new one: a `[[alerts.rules]]` entry with the old name replaces
+#: the renamed default, silences and `[[alerts.inhibit_rules]]` matching `alertname` on it match
+#: the new name too, `lagwatch alerts backtest --rule` accepts it, and the renamed rule's alerts
+#: carry the old name as the label `previous_alertname` so Alertmanager routes can be moved.
+RENAMED_RULES: dict[str, str] = {"ConsumerGroupStalled": "ConsumerGroupUnhealthy"}
+#: The label that carries a renamed rule's old name on its alerts.
+PREVIOUS_ALERTNAME_LABEL = "previous_alertname"
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 class AlertReceiver(StrictModel):
@@ -14,8 +27,12 @@ class AlertReceiver(StrictModel):
     name: str = Field(min_length=1)
     #: A registered receiver type: webhook | slack | alertmanager (checked against the registry at load).
     type: str = Field("webhook", min_length=1)
-    #: Where deliveries go (alertmanager: its base URL, POSTed to <url>/api/v2/alerts).
-    url: str = Field(min_length=1)
+    #: Where deliveries go (alertmanager: its base URL, POSTed to <url>/api/v2/alerts). Leave it
+    #: out and set `url_env` when the URL is a secret (a Slack or PagerDuty webhook URL).
+    url: str = ""
+    #: Name of the environment variable holding the URL instead of `url` (e.g.
+    #: LAGWATCH_SLACK_WEBHOOK_URL), read by the alert engine when it starts.
+    url_env: str | None = None
     #: Environment variable holding the HMAC secret for the signature header.
     secret_env: str | None = None
     #: Seconds one delivery request may take.
@@ -24,6 +41,43 @@ class AlertReceiver(StrictModel):
     headers: dict[str, str] = Field(default_factory=dict)
     #: type = "alertmanager": re-push firing alerts this often (Alertmanager resolves alerts not re-pushed).
     resend_s: float = Field(60, gt=0)
+
+    @field_validator("url_env")
+    @classmethod
+    def _variable_name(cls, value: str | None) -> str | None:
+        # The value is never echoed: a webhook URL pasted here by mistake must not reach a log.
+        if value is not None and not _ENV_NAME.fullmatch(value):
+            raise ValueError(
+                "must be the name of an environment variable (letters, digits, _), e.g. LAGWATCH_SLACK_WEBHOOK_URL; "
+                "the URL itself goes into that variable"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _one_url(self) -> AlertReceiver:
+        if bool(self.url) == bool(self.url_env):
+            raise ValueError(
+                'set url = "http://…" or url_env = "VARIABLE" (the environment variable holding the URL), not both'
+                if self.url
+                else 'url: set url = "http://…", or url_env = "VARIABLE" naming the environment variable holding it'
+            )
+        return self
+
+    def target_url(self, environ: Mapping[str, str]) -> str:
+        """The URL deliveries go to: `url`, or the value of the `url_env` variable.
+
+        Demanded only by the engine that sends (checked when it starts), so `lagwatch sql` or a
+        backtest runs without the receivers' secrets.
+        """
+        if self.url:
+            return self.url
+        value = environ.get(self.url_env or "", "")
+        if not value:
+            raise ConfigError(
+                f"alerts.receivers '{self.name}': url_env: set the environment variable {self.url_env} to the "
+                "receiver's URL (or give url in the config file)"
+            )
+        return value
 
 
 class AlertRule(StrictModel):

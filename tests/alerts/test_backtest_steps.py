@@ -95,11 +95,11 @@ def test_reading_hot_series_and_visiting_changes_equals_stepping_every_evaluatio
     assert fast.rules == slow.rules
     assert fast.status_changes == slow.status_changes
     fired = {r.name: len(r.alerts) for r in fast.rules}
-    assert all(fired[name] > 0 for name in ("ConsumerGroupStalled", "ConsumerTimeLagHigh", "BrokerDown",
+    assert all(fired[name] > 0 for name in ("ConsumerGroupUnhealthy", "ConsumerTimeLagHigh", "BrokerDown",
                                             "UnderReplicatedPartitions", "PartitionStopped", "MarginTight",
                                             "TimeLagAtLeast")), fired  # fmt: skip
     kinds = {n.kind for r in fast.rules for n in r.notifications}
     assert kinds == {"firing", "repeat", "resolved"}
     suppressed = {a.suppressed.split(" ")[0] for r in fast.rules for a in r.alerts if a.suppressed}
     assert suppressed == {"silence", "inhibited"}
-    assert any(c.delays.get("ConsumerGroupStalled") is not None for c in fast.status_changes)
+    assert any(c.delays.get("ConsumerGroupUnhealthy") is not None for c in fast.status_changes)

@@ -4,7 +4,7 @@ Two configured clusters and the shipped default rules, run by the real engine ov
 to a real webhook receiver. The "down" cluster's admin collector failed (`up` = 0 from source
 admin) and the Spark job judged its three groups ERR; the "home" cluster answers and has one
 STALL group. One ClusterUnreachable must reach the receiver for "down" and no
-ConsumerGroupStalled for its groups (inhibited: recorded in alert_events), while home's STALL
+ConsumerGroupUnhealthy for its groups (inhibited: recorded in alert_events), while home's STALL
 group still pages.
 """
 
@@ -73,14 +73,14 @@ def test_a_down_cluster_pages_once_and_its_groups_are_inhibited(
 
     engine.step(now=t0)
     engine.step(now=t0 + 2)
-    assert firing(webhook_receiver) == [("ConsumerGroupStalled", "home", "payments")], (
+    assert firing(webhook_receiver) == [("ConsumerGroupUnhealthy", "home", "payments")], (
         "while ClusterUnreachable waits out its `for`, it already mutes the down cluster's groups"
     )
     engine.step(now=t0 + 62)  # still down a minute on: the page
 
     assert firing(webhook_receiver) == [
         ("ClusterUnreachable", "down", ""),
-        ("ConsumerGroupStalled", "home", "payments"),
+        ("ConsumerGroupUnhealthy", "home", "payments"),
     ]
     [page] = [a for r in webhook_receiver.received() for a in r.json()["alerts"]
               if a["labels"]["alertname"] == "ClusterUnreachable"]  # fmt: skip
@@ -89,7 +89,7 @@ def test_a_down_cluster_pages_once_and_its_groups_are_inhibited(
     try:
         inhibited = con.execute(
             "SELECT cluster, json_extract_string(labels, 'group_id') FROM alert_events "
-            "WHERE event = 'inhibited' AND alertname = 'ConsumerGroupStalled'"
+            "WHERE event = 'inhibited' AND alertname = 'ConsumerGroupUnhealthy'"
         ).fetchall()
     finally:
         con.close()

@@ -49,13 +49,13 @@ def test_two_consumer_groups_are_notified_apart_and_brokers_together(
     text = DEPLOY_FILE.read_text().replace("http://127.0.0.1:9000/hook", webhook_receiver.url)
     text = text.replace("group_wait: 30s", "group_wait: 1s").replace("group_interval: 5m", "group_interval: 1h")
     running = alertmanager(webhook_receiver.url, config=text)
-    _push(running.url, {"alertname": "ConsumerGroupStalled", "group": "g-stalled"})
+    _push(running.url, {"alertname": "ConsumerGroupUnhealthy", "group": "g-stalled"})
     [first] = _wait_bodies(webhook_receiver, 1)
-    assert first["groupLabels"] == {"alertname": "ConsumerGroupStalled", "cluster": "prod", "group": "g-stalled"}
+    assert first["groupLabels"] == {"alertname": "ConsumerGroupUnhealthy", "cluster": "prod", "group": "g-stalled"}
 
-    _push(running.url, {"alertname": "ConsumerGroupStalled", "group": "g-rewound"})
+    _push(running.url, {"alertname": "ConsumerGroupUnhealthy", "group": "g-rewound"})
     _push(running.url, {"alertname": "BrokerDown", "broker": "1"}, {"alertname": "BrokerDown", "broker": "2"})
     bodies = _wait_bodies(webhook_receiver, 3)
     by_name = {(b["groupLabels"]["alertname"], b["groupLabels"].get("group")): b for b in bodies[1:]}
-    assert set(by_name) == {("ConsumerGroupStalled", "g-rewound"), ("BrokerDown", None)}
+    assert set(by_name) == {("ConsumerGroupUnhealthy", "g-rewound"), ("BrokerDown", None)}
     assert sorted(a["labels"]["broker"] for a in by_name[("BrokerDown", None)]["alerts"]) == ["1", "2"]

@@ -17,12 +17,16 @@ line per key), and `promtool check rules` (tests/api/test_prometheus.py) checks 
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from alerts.rules import CompiledRule, compile_rules
+from harness import lake_rows
 from lagwatch.config import duration_seconds, parse_config
 from lagwatch.vocabulary import STATUS_ORDER
 
@@ -100,3 +104,70 @@ def test_the_prometheus_rule_says_what_the_default_says(name: str) -> None:
     if rule.source.table == "dead_letters":
         windows = _RANGE.findall(copy.expr)
         assert [duration_seconds(w) for w in windows] == [rule.window_s], f"{name}: window"
+
+
+# -- the status rule: one alert per status word, in Prometheus as in the engine ------------------------
+
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+STATUS_RULE = "ConsumerGroupUnhealthy"
+#: A group's (status, status rule id) at each minute: the status rule changes while the status does
+#: not (the alert must stay the one alert), then the status worsens (a new alert saying STOP), then heals.
+SEQUENCE = [("STALL", "stall"), ("STALL", "stall_owned"), ("STOP", "stop"), ("OK", "ok")]
+#: The status word of the firing alert at each minute (None: nothing fires).
+FIRING = ["STALL", "STALL", "STOP", None]
+
+
+def _promtool_test(path: Path) -> Path:
+    """A `promtool test rules` file: the exporter's series for SEQUENCE, and the alerts FIRING expects.
+
+    A series leaves the exporter when its status or rule changes, so it ends with a staleness marker
+    as Prometheus records it at the next scrape.
+    """
+    series = []
+    for i, (status, rule) in enumerate(SEQUENCE):
+        labels = f'cluster="prod",group="orders",status="{status}",rule="{rule}",group_type="classic"'
+        values = " ".join(["_"] * i + [str(STATUS_ORDER.index(status)), "stale"])
+        series.append(f"      - series: 'lagwatch_consumergroup_status{{{labels}}}'\n        values: '{values}'")
+    checks = []
+    for minute, status in enumerate(FIRING):
+        expected = "[]"
+        if status:
+            labels = (f"{{severity: warning, category: lag, previous_alertname: ConsumerGroupStalled, cluster: prod, "
+                      f"group: orders, status: {status}, group_type: classic}}")  # fmt: skip
+            summary = f'{{summary: "Consumer group orders is {status}"}}'
+            expected = f"\n          - exp_labels: {labels}\n            exp_annotations: {summary}"
+        checks.append(f"      - eval_time: {minute}m\n        alertname: {STATUS_RULE}\n        exp_alerts: {expected}")
+    path.write_text(
+        f"rule_files:\n  - {RULES_FILE}\nevaluation_interval: 1m\ntests:\n  - interval: 1m\n    input_series:\n"
+        + "\n".join(series)
+        + "\n    alert_rule_test:\n"
+        + "\n".join(checks)
+        + "\n"
+    )
+    return path
+
+
+def test_prometheus_raises_one_alert_per_status_word_with_the_word_as_a_label(tmp_path: Path) -> None:
+    """promtool evaluates the shipped rule: the alert carries `status` (and no `rule`, so a status
+    judged by another rule is still the same alert), the old name as `previous_alertname`, and the
+    word in its summary."""
+    done = subprocess.run([PROMTOOL, "test", "rules", str(_promtool_test(tmp_path / "test.yml"))],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_engine_raises_the_same_alerts_over_the_same_statuses(alert_config, engine_for) -> None:
+    config = alert_config([], use_default_rules=True)
+    t0 = time.time() - 300
+    engine = engine_for(config)
+    seen: list[tuple[str, float] | None] = []
+    for minute, (status, rule) in enumerate(SEQUENCE):
+        lake_rows.group_status(config.lake.path, t0 + 60 * minute, "orders", status=status, rule=rule)
+        engine.step(now=t0 + 60 * minute + 1)
+        firing = [(a["labels"]["status"], a["starts_at"]) for a in engine.notifier.alerts.values()
+                  if a["rule"] == STATUS_RULE and a["state"] == "firing"]  # fmt: skip
+        assert len(firing) <= 1
+        seen.append(firing[0] if firing else None)
+
+    assert [s[0] if s else None for s in seen] == FIRING
+    assert seen[0] == seen[1], "the status rule changed, the status did not: still the one alert"

@@ -26,9 +26,9 @@ def test_default_rules_fire_on_lake_rows(alert_config, engine_for, webhook_recei
     engine_for(config).step(now=t0)
 
     alerts = {a["labels"]["alertname"]: a for r in webhook_receiver.received() for a in r.json()["alerts"]}
-    assert set(alerts) == {"OfflinePartitions", "ConsumerGroupStalled", "DeadLettersGrowing", "PipelineStale"}
-    assert alerts["ConsumerGroupStalled"]["labels"]["group_id"] == "orders"
-    assert alerts["ConsumerGroupStalled"]["annotations"]["summary"] == "Consumer group orders is STOP: STOP reason"
+    assert set(alerts) == {"OfflinePartitions", "ConsumerGroupUnhealthy", "DeadLettersGrowing", "PipelineStale"}
+    assert alerts["ConsumerGroupUnhealthy"]["labels"]["group_id"] == "orders"
+    assert alerts["ConsumerGroupUnhealthy"]["annotations"]["summary"] == "Consumer group orders is STOP: STOP reason"
     assert alerts["PipelineStale"]["annotations"]["summary"] == "Lake data is 120 s behind (query windows)"
 
 

@@ -55,15 +55,15 @@ def test_default_rules_compile_and_cover_the_issue() -> None:
         "ActiveControllerCount",
         "BrokerDown",
         "LeaderElectionSpike",
-        "ConsumerGroupStalled",
+        "ConsumerGroupUnhealthy",
         "ConsumerTimeLagHigh",
         "DeadLettersGrowing",
         "PipelineStale",
     } <= set(rules)
     assert rules["UnderReplicatedPartitions"].for_s == 60
     assert rules["BrokerDown"].labels["category"] == "broker_down"
-    assert rules["ConsumerGroupStalled"].labels["category"] == "lag"
-    assert STATUS_ORDER.index(rules["ConsumerGroupStalled"].level) < STATUS_ORDER.index("STOP")
+    assert rules["ConsumerGroupUnhealthy"].labels["category"] == "lag"
+    assert STATUS_ORDER.index(rules["ConsumerGroupUnhealthy"].level) < STATUS_ORDER.index("STOP")
     assert rules["PipelineStale"].threshold == 60
     margin = rules["RetentionMarginLow"]
     assert (margin.source.table, margin.op, margin.threshold) == ("lag_1m", "<", 3600)

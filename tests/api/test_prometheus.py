@@ -99,7 +99,7 @@ class Prometheus:
         shutil.copy(DEPLOY / "prometheus" / "lagwatch-rules.yml", folder / "lagwatch-rules.yml")
         config = (DEPLOY / "prometheus" / "prometheus.yml").read_text()
         config = (
-            config.replace("127.0.0.1:8000", target)
+            config.replace("lagwatch:8000", target)
             .replace("15s", "1s")
             .replace("scrape_timeout: 10s", "scrape_timeout: 1s")
         )

@@ -170,7 +170,7 @@ def test_range_picker_writes_the_url(known_lake: KnownLake, dashboard_url: str, 
 def test_backtest_panel_replays_a_default_rule(
     known_lake: KnownLake, dashboard_url: str, artifacts_dir: Path, chromium: Any
 ) -> None:
-    """ConsumerGroupStalled over the last hour: a would-be alert per group of the picked cluster
+    """ConsumerGroupUnhealthy over the last hour: a would-be alert per group of the picked cluster
     at STALL or worse in it (orders-app went OK → STALL two minutes ago; reports is STOP); broker 3
     is down in this lake, so the default inhibition (broker_down mutes lag) holds their
     notifications back, as the engine would: none sent, the change never notified."""
@@ -187,9 +187,9 @@ def test_backtest_panel_replays_a_default_rule(
     page.get_by_text('name = "UnderReplicatedPartitions"').first.wait_for(timeout=RENDER_TIMEOUT_MS)
     page.wait_for_timeout(1000)
     page.get_by_test_id("stSelectbox").filter(has_text="Rule").click()
-    page.keyboard.type("ConsumerGroupStalled")
+    page.keyboard.type("ConsumerGroupUnhealthy")
     page.keyboard.press("Enter")
-    page.get_by_text('name = "ConsumerGroupStalled"').first.wait_for(timeout=RENDER_TIMEOUT_MS)
+    page.get_by_text('name = "ConsumerGroupUnhealthy"').first.wait_for(timeout=RENDER_TIMEOUT_MS)
     page.get_by_role("button", name="Run backtest").click()
     assert _metric(page, "Would-be alerts") == str(len(stalled))
     assert _metric(page, "Notifications") == "0"
