@@ -16,7 +16,7 @@ FAILED = "failed"
 SILENCED = "silenced"
 INHIBITED = "inhibited"
 
-#: Events that change an incident's state (the newest one says whether it fires).
+#: Events that change an alert's state (per label set, the newest one says whether it fires).
 STATE_EVENTS: tuple[str, ...] = (FIRING, REPEAT, RESOLVED)
 
 #: Every event the engine records (alert_events.event).

@@ -179,7 +179,7 @@ def false_alarms(lake: Path, unhealthy_groups: frozenset[str]) -> dict[str, int]
     con = duckdb.connect()
     try:
         rows = con.execute(
-            "SELECT alertname, count(DISTINCT incident_key) FROM read_parquet(?, union_by_name = true) "
+            "SELECT alertname, count(DISTINCT labels) FROM read_parquet(?, union_by_name = true) "
             "WHERE event = 'firing' AND coalesce(json_extract_string(labels, '$.group_id'), '') "
             "NOT IN (SELECT unnest(?)) GROUP BY alertname",
             [(lake / "alert_events").as_posix() + "/date=2*/*.parquet", sorted(unhealthy_groups)],
