@@ -21,7 +21,7 @@ COMPAT_TESTS := $(filter-out tests/collectors/jmx/%,$(wildcard tests/collectors/
 	tests/spark_jobs/test_commit_log_lake.py tests/spark_jobs/test_membership_status_lake.py \
 	tests/test_membership_end_to_end.py
 
-.PHONY: run test test-fast bench soak lint system-deps test-system-deps kafka-home spark-kafka-jars clean venv
+.PHONY: run test test-fast bench soak lint system-deps test-system-deps kafka-home spark-kafka-jars clean venv image
 
 venv: $(STAMP)
 
@@ -47,6 +47,12 @@ kafka-home:
 # Spark's Kafka connector jars at $SPARK_KAFKA_JARS (the native source's tests and bench).
 spark-kafka-jars:
 	@scripts/spark-kafka-jars.sh
+
+# The container image lagwatch:dev, with podman from a debootstrap base: no image registry needed
+# (scripts/build-image.sh; docs/deployment.md).
+image:
+	@scripts/install-system-deps.sh image
+	@scripts/build-image.sh
 
 run: venv system-deps
 	$(BIN)/lagwatch up

@@ -2,7 +2,9 @@
 # Installs the Debian packages Lagwatch needs, only those that are missing.
 #   run:  a JDK (Spark, the JMX backends, the JMX test double)
 #   test: the above plus chromium (headless browser tests), Alertmanager and Prometheus
-#         (`prometheus` brings promtool; tests/api scrape `lagwatch api` with it)
+#         (`prometheus` brings promtool; tests/api scrape `lagwatch api` with it), the image
+#         tools below, and podman-compose (tests/deploy read deploy/compose.yaml with its python3-yaml)
+#   image: podman, runc and debootstrap (scripts/build-image.sh; tests/deploy build and run the image)
 set -euo pipefail
 profile="${1:-run}"
 
@@ -12,6 +14,11 @@ if [ "$profile" = "test" ]; then
   command -v chromium >/dev/null 2>&1 || need+=(chromium)
   command -v prometheus-alertmanager >/dev/null 2>&1 || need+=(prometheus-alertmanager)
   command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+  command -v podman-compose >/dev/null 2>&1 || need+=(podman-compose)
+fi
+if [ "$profile" = "test" ] || [ "$profile" = "image" ]; then
+  command -v podman >/dev/null 2>&1 || need+=(podman runc)
+  command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 
