@@ -26,8 +26,7 @@ from collectors.admin.collector import AdminCollector
 from collectors.base import SampleFactory
 from collectors.kafka_protocol.connection import ClientSecurity
 from collectors.share_groups.reader import read_share_groups
-from harness.secure_kafka import ADMIN_USER, MECHANISM, Acl, SecureKafkaBroker
-from lagwatch.config import parse_config
+from harness.secure_kafka import ADMIN_USER, MECHANISM, Acl, SecureKafkaBroker, monitor_config
 from lagwatch.membership import GROUP_STATE_CODE, GROUP_TYPE_CODE
 from tests.collectors.kafka_protocol.secure_users import scram_user
 from tests.collectors.share_groups.share_members import ShareMember, share_group_command
@@ -88,14 +87,9 @@ def command_config(path: Path, broker: SecureKafkaBroker, user: str, password: s
 
 def collector(broker: SecureKafkaBroker, user: str, password: str, shares: ShareGroup) -> AdminCollector:
     """The admin collector as an operator configures it: no secret in the file, the login from the environment."""
-    data = {
-        "cluster": {"name": CLUSTER, "bootstrap_servers": broker.bootstrap_servers,
-                    "client": broker.security_settings()},
-        "collect": {"timeout_s": 10, "coordinate": False, "commit_log": "off",
-                    "groups_allow": [f"^{shares.group}$"], "topics_allow": [f"^{shares.topic}$"]},
-    }  # fmt: skip
-    environ = {"LAGWATCH_CLUSTER_SASL_USERNAME": user, "LAGWATCH_CLUSTER_SASL_PASSWORD": password}
-    return AdminCollector(parse_config(data, environ=environ))
+    config = monitor_config(broker, user, password, cluster=CLUSTER, commit_log="off",
+                            groups_allow=[f"^{shares.group}$"], topics_allow=[f"^{shares.topic}$"])  # fmt: skip
+    return AdminCollector(config)
 
 
 @pytest.mark.slow

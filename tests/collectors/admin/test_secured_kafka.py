@@ -17,6 +17,7 @@ import pytest
 
 from collectors.admin.collector import AdminCollector
 from collectors.base import SampleFactory, ScrapeResult
+from harness import secure_kafka
 from harness.kafka_workload import KafkaWorkload
 from harness.processes import run_lagwatch
 from harness.real_kafka import RealKafkaBroker
@@ -28,8 +29,9 @@ from harness.secure_kafka import (
     MONITOR_SOME_GROUPS_NO_CLUSTER,
     VISIBLE_GROUP_PREFIX,
     SecureKafkaBroker,
+    secrets_env,
 )
-from lagwatch.config import Config, parse_config
+from lagwatch.config import Config
 from lagwatch.vocabulary import GROUPS_NOT_VISIBLE_METRIC
 
 CLUSTER = "secured-test"
@@ -39,21 +41,8 @@ COMMITTED = {0: 4, 1: 7}
 LAG = {0: 6, 1: 0}
 
 
-def secrets_env(broker: SecureKafkaBroker, user: str, password: str | None = None) -> dict[str, str]:
-    return {
-        "LAGWATCH_CLUSTER_SASL_USERNAME": user,
-        "LAGWATCH_CLUSTER_SASL_PASSWORD": broker.users[user] if password is None else password,
-    }
-
-
 def monitor_config(broker: SecureKafkaBroker, user: str, **collect: Any) -> Config:
-    """The config an operator writes (no secret in it), with the user's secrets from the environment."""
-    data = {
-        "cluster": {"name": CLUSTER, "bootstrap_servers": broker.bootstrap_servers,
-                    "client": broker.security_settings()},
-        "collect": {"timeout_s": 10, "coordinate": False, **collect},
-    }  # fmt: skip
-    return parse_config(data, environ=secrets_env(broker, user))
+    return secure_kafka.monitor_config(broker, user, cluster=CLUSTER, **collect)
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,7 @@ from confluent_kafka.admin import AclOperation, AdminClient, NewTopic, ResourceT
 
 from collectors.admin.collector import AdminCollector
 from collectors.base import SampleFactory
-from harness.secure_kafka import ADMIN_USER, MONITOR_NO_COMMIT_LOG, Acl, SecureKafkaBroker
-from lagwatch.config import parse_config
+from harness.secure_kafka import ADMIN_USER, MONITOR_NO_COMMIT_LOG, Acl, SecureKafkaBroker, monitor_config
 from lagwatch.vocabulary import GROUP_SIZE_METRIC
 from tests.collectors.admin.test_admin import values
 from tests.collectors.kafka_protocol.secure_users import scram_user
@@ -54,14 +53,9 @@ def collector_as(secure_broker: SecureKafkaBroker) -> Iterator[Callable[..., Adm
     made: list[AdminCollector] = []
 
     def make(user: str, password: str, topic: str, group: str) -> AdminCollector:
-        data = {
-            "cluster": {"name": CLUSTER, "bootstrap_servers": secure_broker.bootstrap_servers,
-                        "client": secure_broker.security_settings()},
-            "collect": {"timeout_s": 10, "coordinate": False, "commit_log": "off",
-                        "topics_allow": [f"^{topic}$"], "groups_allow": [f"^{group}$"]},
-        }  # fmt: skip
-        environ = {"LAGWATCH_CLUSTER_SASL_USERNAME": user, "LAGWATCH_CLUSTER_SASL_PASSWORD": password}
-        made.append(AdminCollector(parse_config(data, environ=environ)))
+        config = monitor_config(secure_broker, user, password, cluster=CLUSTER, commit_log="off",
+                                topics_allow=[f"^{topic}$"], groups_allow=[f"^{group}$"])  # fmt: skip
+        made.append(AdminCollector(config))
         return made[-1]
 
     yield make
