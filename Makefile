@@ -19,7 +19,7 @@ export SPARK_KAFKA_JARS ?= $(CURDIR)/.spark-kafka/spark-sql-kafka-4.3.0-srcbuild
 COMPAT_TESTS := $(filter-out tests/collectors/jmx/%,$(wildcard tests/collectors/test_*.py tests/collectors/*/test_*.py)) \
 	tests/collectors/jmx/test_real_broker.py \
 	tests/spark_jobs/test_commit_log_lake.py tests/spark_jobs/test_membership_status_lake.py \
-	tests/test_membership_end_to_end.py
+	tests/test_membership_end_to_end.py tests/shell/test_up_on_a_configured_cluster.py
 
 .PHONY: run test test-fast bench soak lint system-deps test-system-deps kafka-home spark-kafka-jars clean venv image
 

@@ -25,15 +25,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
+from harness.broker_names import BrokerNames, broker_names
 from harness.local_stack import stack_logs
 from harness.real_kafka import RealKafkaBroker
 from harness.webhook_receiver import WebhookReceiver
@@ -191,20 +190,6 @@ def _real_jmx_rate(tmp_path: Path) -> float:
     return float(rate or 0)
 
 
-@dataclass(frozen=True)
-class BrokerNames:
-    topics: frozenset[str]
-    groups: frozenset[str]
-
-
-def _broker_names(bootstrap: str) -> BrokerNames:
-    """The broker's topics and consumer groups, as an operator would list them."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    topics = admin.list_topics(timeout=10).topics
-    groups = admin.list_consumer_groups(request_timeout=10).result()
-    return BrokerNames(frozenset(topics), frozenset(g.group_id for g in groups.valid))
-
-
 class WatchedApplications:
     """The demo's groups, driven by the test on its real broker: the applications a configured
     cluster runs, which `lagwatch up` only watches (it runs no demo there). One tick a second on a
@@ -238,7 +223,7 @@ def _assert_up_added_only_its_own(bootstrap: str, before: BrokerNames, log: Path
     """On a configured cluster `up` ran no demo: after many collector cycles the broker holds only
     what was there before plus Lagwatch's own `lagwatch.*` topics (and Kafka's internal ones) and
     Lagwatch's own consumer groups."""
-    after = _broker_names(bootstrap)
+    after = broker_names(bootstrap)
     new_topics, new_groups = after.topics - before.topics, after.groups - before.groups
     assert "lagwatch.samples" in new_topics, new_topics
     assert all(t.startswith(("lagwatch.", "__")) for t in new_topics), new_topics
@@ -267,7 +252,7 @@ def watched(stack_broker: RealKafkaBroker | None) -> Iterator[BrokerNames | None
         yield None
         return
     with WatchedApplications(stack_broker.bootstrap_servers):
-        yield _broker_names(stack_broker.bootstrap_servers)
+        yield broker_names(stack_broker.bootstrap_servers)
 
 
 @pytest.mark.slow
