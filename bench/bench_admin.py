@@ -10,6 +10,9 @@ a multi-record batch; that workaround is tansu's alone.
 Measured per broker: the collector's CPU (this process: Python and librdkafka's threads) per
 partition offset read (committed + log-end + log-start offsets of one cycle), the cycle's wall
 time, the broker process's CPU over the same cycles (/proc/<pid>/stat), and peak RSS of both.
+The committed offsets come from the commit log where the broker has one (the default); with
+`commit_log = off` the OffsetFetch path is measured both ways: many groups per request (the
+protocol client) and one request per group (librdkafka, its fallback).
 Separately, the CPU of publishing one cycle's samples (JSON, key, produce) with the product's
 publisher, to a samples topic on the same broker.
 """
@@ -30,6 +33,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.common import Result, cpu_seconds_self, peak_rss_mb_self
+from collectors.admin import committed_offsets
 from collectors.admin.collector import AdminCollector
 from collectors.base import SampleFactory, ScrapeResult
 from collectors.publisher import SamplePublisher
@@ -142,9 +146,9 @@ def commit_every_group(admin: AdminClient, groups: int = GROUPS, topics: int = T
     raise RuntimeError(f"{len(missing)} groups still not listed after three commits")
 
 
-def collector_config(bootstrap: str, describe_groups: bool) -> Config:
+def collector_config(bootstrap: str, describe_groups: bool, commit_log: str = "auto") -> Config:
     """Default collect settings except a timeout long enough to measure a whole slow cycle."""
-    collect = {"interval_s": 120, "timeout_s": 120, "describe_groups": describe_groups}
+    collect = {"interval_s": 120, "timeout_s": 120, "describe_groups": describe_groups, "commit_log": commit_log}
     sections = {
         "cluster": {"name": "bench", "bootstrap_servers": bootstrap},
         "transport": {"samples_topic": SAMPLES_TOPIC},
@@ -177,6 +181,8 @@ class Cycles:
     samples: int = 0
     collector_cpu_s: float = 0.0
     broker_cpu_s: float = 0.0
+    #: The last cycle's commit_log_in_use sample (None: no commit-log reader, commit_log = off).
+    commit_log_in_use: float | None = None
 
     @property
     def median_s(self) -> float:
@@ -212,13 +218,19 @@ def check_cycle(result: ScrapeResult, cycle: int, cycles: Cycles) -> None:
     check_total_lag(sum(s.value for s in result.samples if s.metric == "consumer_lag"))
     cycles.offsets = metrics["committed_offset"] + metrics["log_end_offset"] + metrics["log_start_offset"]
     cycles.samples = len(result.samples)
+    cycles.commit_log_in_use = next((s.value for s in result.samples if s.metric == "commit_log_in_use"), None)
 
 
 def measure_cycles(
-    bootstrap: str, broker_pid: int, describe_groups: bool, count: int, keep: list[Sample] | None = None
+    bootstrap: str,
+    broker_pid: int,
+    describe_groups: bool,
+    count: int,
+    keep: list[Sample] | None = None,
+    commit_log: str = "auto",
 ) -> Cycles:
     """`count` collect() cycles; the last cycle's samples are appended to `keep`."""
-    collector = AdminCollector(collector_config(bootstrap, describe_groups))
+    collector = AdminCollector(collector_config(bootstrap, describe_groups, commit_log))
     make = SampleFactory(cluster="bench", collector="bench")
     cycles = Cycles()
     broker_started = process_cpu_s(broker_pid)
@@ -234,8 +246,10 @@ def measure_cycles(
                     keep.extend(result.samples)
                 del result  # freed before the cycle collector resumes, as in the collect loop
             progress(
-                f"describe_groups={describe_groups} cycle {cycle + 1}: {cycles.durations[-1]:.2f} s, "
-                f"{cycles.offsets:,} offsets, {cycles.samples:,} samples"
+                f"describe_groups={describe_groups} commit_log={commit_log} "
+                f"protocol_client={committed_offsets.PROTOCOL_CLIENT} cycle {cycle + 1}: "
+                f"{cycles.durations[-1]:.2f} s, {cycles.offsets:,} offsets, {cycles.samples:,} samples, "
+                f"commit_log_in_use {cycles.commit_log_in_use}"
             )
     finally:
         collector.close()
@@ -272,6 +286,12 @@ def bench_broker(name: str, bootstrap: str, pid: int, last_alone: bool) -> list[
     samples: list[Sample] = []
     default = measure_cycles(bootstrap, pid, describe_groups=True, count=CYCLES, keep=samples)
     undescribed = measure_cycles(bootstrap, pid, describe_groups=False, count=2)
+    batched = measure_cycles(bootstrap, pid, describe_groups=True, count=CYCLES, commit_log="off")
+    committed_offsets.PROTOCOL_CLIENT = False
+    try:
+        per_group = measure_cycles(bootstrap, pid, describe_groups=True, count=CYCLES, commit_log="off")
+    finally:
+        committed_offsets.PROTOCOL_CLIENT = True
     progress(f"{name}: publishing one cycle's {len(samples):,} samples")
     publish_s = publish_cpu_s(bootstrap, samples)
     context = f"load average {load:.1f} at start on {os.cpu_count()} cores"
@@ -280,6 +300,14 @@ def bench_broker(name: str, bootstrap: str, pid: int, last_alone: bool) -> list[
                CPU_PER_OFFSET_BAR_US, "max",
                f"{default.collector_cpu_s:.2f} s CPU per cycle of {default.offsets:,} offsets (committed, "
                f"log-end, log-start), {default.samples:,} samples built; {context}"),
+        Result(f"{name}: collector CPU per partition offset, OffsetFetch in batches of groups",
+               batched.cpu_per_offset_us, "µs", CPU_PER_OFFSET_BAR_US, "max",
+               f"commit_log = off, Lagwatch's protocol client; {batched.collector_cpu_s:.2f} s CPU per cycle, "
+               f"{batched.note(name)}"),
+        Result(f"{name}: collector CPU per partition offset, OffsetFetch per group (librdkafka)",
+               per_group.cpu_per_offset_us, "µs", None,
+               note=f"commit_log = off, the fallback path; {per_group.collector_cpu_s:.2f} s CPU per cycle, "
+               f"{per_group.note(name)}"),
         Result(f"{name}: cycle time, 5,000 groups × 20 partitions", default.median_s, "s", CYCLE_BAR_S, "max",
                default.note(name)),
         Result(f"{name}: broker CPU per cycle", default.broker_cpu_s, "s", None,

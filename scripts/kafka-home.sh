@@ -19,3 +19,12 @@ for home in "${KAFKA_HOME:?KAFKA_HOME must be set by the Makefile}" "${KAFKA_HOM
   mkdir -p "$(dirname "$home")"
   tar xzf "$bundle" -C "$(dirname "$home")"
 done
+# Kafka Streams (the streams-group tests' application and StreamsGroupCommand, harness/kafka_streams.py):
+# its bundle unpacked into $KAFKA_STREAMS_HOME when that folder has no jars yet.
+streams="${KAFKA_STREAMS_HOME:-.kafka/kafka-streams-4.3.1-srcbuild}"
+bundle="$bundles/$(basename "$streams").tar.gz"
+if ! compgen -G "$streams/libs/kafka-streams-*.jar" >/dev/null && [ -f "$bundle" ]; then
+  echo "unpacking $bundle into $(dirname "$streams")"
+  mkdir -p "$(dirname "$streams")"
+  tar xzf "$bundle" -C "$(dirname "$streams")"
+fi

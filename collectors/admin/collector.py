@@ -14,7 +14,8 @@ Committed offsets come from the commit log (:mod:`collectors.commit_log.reader`,
 from `__consumer_offsets`) when `collect.commit_log` allows it and the cluster lets us read the
 topic: then the cycle sends no OffsetFetch at all and also publishes each commit read since the
 last cycle. Otherwise (no such topic, as on tansu; an ACL; the log still loading) they come
-from OffsetFetch, one request per group, and the log says why once.
+from OffsetFetch (many groups per request where the brokers speak it:
+:mod:`collectors.admin.committed_offsets`), and the log says why once.
 
 Failure model: a cluster that does not return metadata within the timeout is a failed scrape
 (`ok=False`, up = 0). Anything after that (a group whose offsets fail, a partition whose end
@@ -36,13 +37,12 @@ from typing import Any
 from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, ListConsumerGroupsResult, OffsetSpec
 
+from collectors.admin.committed_offsets import CommittedOffsetReader
 from collectors.admin.group_visibility import HiddenGroups, literal_names, refused
 from collectors.admin.requests import (
     KeyedReads,
-    committed_groups,
     describe_groups,
     error_text,
-    read_committed_offsets,
     read_log_offsets,
     request_timeout,
 )
@@ -75,6 +75,8 @@ from collectors.commit_log.topics import TopicIdNamer
 from collectors.log_dirs.reader import LogDirReader
 from collectors.share_groups.reader import ShareGroupReader
 from collectors.share_groups.samples import share_group_samples
+from collectors.streams_groups.reader import StreamsGroupReader
+from collectors.streams_groups.samples import streams_group_samples
 from lagwatch.config import ClusterConfig, Config
 from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.kafka import cluster_client_config
@@ -133,6 +135,11 @@ class AdminCollector:
         self._fallback_said: str | None = None
         self._share_groups = ShareGroupReader(self.name, self._settings, self._group_allowed, cluster=self.cluster.name)
         self._log_dirs = LogDirReader(self.name, self._settings, cluster=self.cluster.name)
+        self._committed = CommittedOffsetReader(self.name, self._settings, cluster=self.cluster.name)
+        # Streams groups (KIP-1071): ListGroups leaves them out, so their ids come from this reader.
+        self._streams_groups = StreamsGroupReader(
+            self.name, self._settings, self._group_allowed, cluster=self.cluster.name
+        )
         self._topic_ids = TopicIdNamer()
         self._hidden = HiddenGroups(self.name)
         #: Groups named exactly in groups_allow: known to exist even where ListGroups leaves them out.
@@ -169,6 +176,7 @@ class AdminCollector:
         if self._commit_log is not None:
             self._commit_log.close()
         self._share_groups.close()
+        self._streams_groups.close()
         self._log_dirs.close()
         self._admin = None  # librdkafka closes the client's connections when it is collected
 
@@ -206,6 +214,7 @@ class AdminCollector:
         cycle = _Cycle(admin, ts, make, deadline)
         listed = admin.list_consumer_groups(request_timeout=request_timeout(deadline))  # runs while we read ends
         shares_read = self._share_groups.begin(metadata, deadline)
+        streams_read = self._streams_groups.begin(metadata, deadline)
         samples = cluster_samples(metadata, self._topic_allowed, ts, make)
         partitions = [
             (topic, partition)
@@ -229,7 +238,8 @@ class AdminCollector:
             samples.extend(skipped_samples(ts, make, reader.skipped))
             offsets = self._commit_log_offsets(cycle, reader, ends, existing)
         else:
-            offsets = self._group_offsets(cycle, sorted(listings), ends)
+            streams_ids = self._streams_groups.group_ids((cycle.deadline - time.monotonic()) / 2)  # not listed
+            offsets = self._group_offsets(cycle, metadata, sorted(listings.keys() | streams_ids), ends)
         samples.extend(offsets)
         samples.extend(group_partition_samples(GROUP_LOG_START_METRIC, offsets, starts, ts, make))
         sizes = sizes_read()
@@ -239,11 +249,16 @@ class AdminCollector:
         if self._commit_log is not None:
             samples.append(in_use_sample(ts, make, reader is not None))
         samples.extend(self._group_states(cycle, listings))
-        self._find_unlisted_hidden(cycle, listings, reader)
+        streams = streams_read()
+        self._find_unlisted_hidden(cycle, listings.keys() | streams.descriptions.keys(), reader)
         samples.append(self._hidden.report(cycle.hidden, ts, make))
         share_samples, share_errors = share_group_samples(shares_read(), self._topic_allowed, ts, make)
         samples.extend(share_samples)
         for line in share_errors:
+            cycle.errors.add(line)
+        streams_samples, streams_errors = streams_group_samples(streams, self._topic_allowed, ts, make)
+        samples.extend(streams_samples)
+        for line in streams_errors:
             cycle.errors.add(line)
         cycle.log_summary(self.name, len(partitions), len(listings), time.monotonic() - started)
         return ScrapeResult(self.name, ok=True, samples=samples, errors=cycle.errors.result())
@@ -299,11 +314,14 @@ class AdminCollector:
             if self._group_allowed(listing.group_id)
         }
 
-    def _group_offsets(self, cycle: _Cycle, group_ids: list[str], ends: dict[tuple[str, int], int]) -> list[Sample]:
+    def _group_offsets(
+        self, cycle: _Cycle, metadata: Any, group_ids: list[str], ends: dict[tuple[str, int], int]
+    ) -> list[Sample]:
         """Committed offsets and lag, turned into samples as each group's answer arrives."""
-        reads = read_committed_offsets(cycle.admin, group_ids, self._config.collect.admin_concurrency, cycle.deadline)
+        concurrency = self._config.collect.admin_concurrency
+        reads = self._committed.read(cycle.admin, metadata, group_ids, concurrency, cycle.deadline)
         samples: list[Sample] = []
-        for group in committed_groups(reads):
+        for group in reads:
             if group.error is not None:
                 cycle.refused_or_error(group.group_id, group.error, "committed_offset")
                 continue
@@ -425,14 +443,12 @@ class AdminCollector:
                     samples.extend(describe(group_id, description, self._topic_allowed, cycle.ts, cycle.make))
         return samples
 
-    def _find_unlisted_hidden(
-        self, cycle: _Cycle, listings: dict[str, Listing], reader: CommitLogReader | None
-    ) -> None:
+    def _find_unlisted_hidden(self, cycle: _Cycle, listed: Collection[str], reader: CommitLogReader | None) -> None:
         """Groups known from the commit log or named in groups_allow but not listed: ListGroups leaves
         out the groups the principal may not describe (without Describe on the cluster). Describing them
         tells hidden from absent (collectors/admin/group_visibility.py)."""
         known = self._named_groups | (reader.group_ids() if reader is not None else set())
-        unlisted = sorted(known - listings.keys() - cycle.hidden)
+        unlisted = sorted(known - set(listed) - cycle.hidden)
         if not unlisted:
             return
         collect = self._config.collect

@@ -258,7 +258,8 @@ class GroupOffsets:
 def read_committed_offsets(
     admin: AdminClient, group_ids: list[str], limit: int, deadline: float
 ) -> BoundedRequests[str]:
-    """OffsetFetch for every group (all its partitions), `limit` groups in flight.
+    """OffsetFetch for every group (all its partitions), `limit` groups in flight: the librdkafka
+    path, where the protocol client's batches cannot go (collectors/admin/committed_offsets.py).
 
     Returns the running reads; iterate `committed_groups(reads)` for results and look at
     `reads.unfinished` afterwards for groups that did not answer before the deadline.

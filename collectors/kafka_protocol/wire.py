@@ -180,6 +180,11 @@ class Reader:
         count = self.uvarint() - 1
         return [read(self) for _ in range(max(count, 0))]
 
+    def rest(self) -> bytes:
+        """The bytes not read yet (the reader is then at the end): for a decoder that walks a large
+        response itself with struct.unpack_from, where a method call per field costs too much."""
+        return bytes(self._take(self.remaining))
+
     def skip_tagged_fields(self) -> None:
         for _ in range(self.uvarint()):
             self.uvarint()  # the tag

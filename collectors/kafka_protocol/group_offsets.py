@@ -1,0 +1,222 @@
+"""Committed offsets of many groups over Lagwatch's own protocol client: one FindCoordinator for
+all groups, then one OffsetFetch per coordinator and chunk of groups.
+
+Why: a request per group (what confluent-kafka sends) costs far more CPU per committed offset
+than the offsets themselves; batched, a cycle of thousands of groups is a few requests.
+The whole read stays within the cycle's deadline: a group whose coordinator moved
+(NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE) has it looked up again, one whose coordinator is
+still loading (COORDINATOR_LOAD_IN_PROGRESS) is asked again after a short pause, and what has
+not answered by the deadline is left unfinished, never waited for. A broker that does not
+speak OffsetFetch v8 or FindCoordinator v4 (Kafka before 3.0) raises :class:`NotSpoken`
+before any group is read, so the caller can read them another way.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+
+from confluent_kafka import KafkaError
+
+from collectors.kafka_protocol.api_versions import api_versions, newest_common_version
+from collectors.kafka_protocol.connection import PLAINTEXT, BrokerConnection, ClientSecurity
+from collectors.kafka_protocol.find_coordinator import (
+    FIND_COORDINATOR,
+    FIND_COORDINATOR_VERSIONS,
+    Coordinator,
+    find_coordinators,
+)
+from collectors.kafka_protocol.offset_fetch import (
+    OFFSET_FETCH,
+    OFFSET_FETCH_VERSIONS,
+    CommittedOffset,
+    decode_offset_fetch,
+    encode_offset_fetch,
+)
+from collectors.kafka_protocol.security import SecurityRefused
+from collectors.kafka_protocol.wire import BrokerError, ProtocolError, error_name
+
+CLIENT_ID = "lagwatch-offsets"
+#: Groups per OffsetFetch: an answer of ≈ 0.2 MB at 20 partitions a group; its samples are built before the next.
+GROUPS_PER_REQUEST = 500
+#: Keys per FindCoordinator (the broker answers each key; a bound keeps one answer small).
+KEYS_PER_LOOKUP = 5_000
+#: Pause before asking again for groups whose coordinator is loading or moving.
+RETRY_BACKOFF_S = 0.1
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 14, 15, 16
+#: Group errors asked again within the cycle (each round looks every coordinator up afresh).
+RETRIED = frozenset({COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
+
+
+class NotSpoken(Exception):
+    """The cluster does not speak the batched requests (OffsetFetch v8+, FindCoordinator v4+)."""
+
+
+@dataclass(slots=True)
+class GroupCommits:
+    """One group's committed offsets, or the error (librdkafka's wording: NAME: description) instead."""
+
+    group_id: str
+    partitions: list[CommittedOffset]
+    error: str | None = None
+
+
+def error_text(code: int, message: str | None = None) -> str:
+    """A group error as the admin collector words librdkafka's (GROUP_AUTHORIZATION_FAILED: Broker: …)."""
+    text = f"{error_name(code)}: {KafkaError(code).str()}"
+    return f"{text} ({message})" if message else text
+
+
+@dataclass
+class _Versions:
+    find: int
+    fetch: int
+
+
+@dataclass
+class GroupOffsetsRead:
+    """One cycle's read: iterate it for each group's answer as its response arrives; `unfinished`
+    then names the groups still without one at the deadline."""
+
+    brokers: Sequence[tuple[str, int]]
+    group_ids: Sequence[str]
+    deadline: float
+    security: ClientSecurity = PLAINTEXT
+    software_version: str = "0"
+    require_stable: bool = False
+    unfinished: list[str] = field(default_factory=list)
+    _connections: dict[tuple[str, int], BrokerConnection] = field(default_factory=dict)
+    _answered: set[str] = field(default_factory=set)
+    _bootstrap: tuple[str, int] = ("", 0)
+    _versions: _Versions | None = None
+
+    def __post_init__(self) -> None:
+        self.unfinished = list(self.group_ids)
+
+    def open(self) -> GroupOffsetsRead:
+        """Connect to the first broker that answers and check it speaks the batched requests
+        (:class:`NotSpoken` if not); an OSError naming each broker's failure if none answers."""
+        failures = []
+        for address in self.brokers:
+            try:
+                connection = self._connect(address)
+                versions = api_versions(connection, self.software_version)
+            except (OSError, ProtocolError, BrokerError, SecurityRefused) as exc:
+                self._drop(address)
+                failures.append(f"{address[0]}:{address[1]}: {exc}")
+                continue
+            find = newest_common_version(versions, FIND_COORDINATOR, FIND_COORDINATOR_VERSIONS)
+            fetch = newest_common_version(versions, OFFSET_FETCH, OFFSET_FETCH_VERSIONS)
+            if find is None or fetch is None:
+                self.close()
+                missing = f"OffsetFetch v{OFFSET_FETCH_VERSIONS[0]}+" if fetch is None else ""
+                if find is None:
+                    missing += (" and " if missing else "") + f"FindCoordinator v{FIND_COORDINATOR_VERSIONS[0]}+"
+                raise NotSpoken(f"{connection.address} does not speak {missing} (Kafka 3.0 and later do)")
+            self._versions, self._bootstrap = _Versions(find, fetch), address
+            return self
+        raise OSError("no broker answered: " + "; ".join(failures or ["no broker in the cluster metadata"]))
+
+    def close(self) -> None:
+        for connection in self._connections.values():
+            connection.close()
+        self._connections.clear()
+
+    def __enter__(self) -> GroupOffsetsRead:
+        return self.open()
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def __iter__(self) -> Iterator[GroupCommits]:
+        if self._versions is None:
+            raise RuntimeError("GroupOffsetsRead.open() first")
+        pending = list(self.group_ids)
+        try:
+            while pending and time.monotonic() < self.deadline:
+                retry: list[str] = []
+                yield from self._round(pending, retry)
+                if retry:
+                    time.sleep(min(RETRY_BACKOFF_S, max(0.0, self.deadline - time.monotonic())))
+                pending = retry
+        except TimeoutError:
+            pass  # the deadline: what did not answer stays unfinished
+        finally:
+            self.unfinished = [g for g in self.group_ids if g not in self._answered]
+
+    def _round(self, group_ids: list[str], retry: list[str]) -> Iterator[GroupCommits]:
+        """One lookup of every coordinator, then an OffsetFetch per coordinator and chunk;
+        groups to ask again go to `retry`."""
+        try:
+            coordinators = self._coordinators(group_ids)
+        except TimeoutError:
+            raise  # the deadline, not the broker: __iter__ stops there
+        except (OSError, ProtocolError, SecurityRefused) as exc:  # refused, reset, a failed login
+            self._drop(self._bootstrap)
+            where = f"FindCoordinator on {self._bootstrap[0]}:{self._bootstrap[1]}: {exc}"
+            for group_id in group_ids:
+                yield self._done(GroupCommits(group_id, [], where))
+            return
+        by_coordinator: dict[tuple[str, int], list[str]] = {}
+        for coordinator in coordinators:
+            if coordinator.error_code in RETRIED:
+                retry.append(coordinator.key)
+            elif coordinator.error_code:
+                yield self._done(GroupCommits(coordinator.key, [], error_text(coordinator.error_code)))
+            else:
+                by_coordinator.setdefault((coordinator.host, coordinator.port), []).append(coordinator.key)
+        for address, groups in by_coordinator.items():
+            for start in range(0, len(groups), GROUPS_PER_REQUEST):
+                yield from self._fetch(address, groups[start : start + GROUPS_PER_REQUEST], retry)
+
+    def _coordinators(self, group_ids: list[str]) -> list[Coordinator]:
+        assert self._versions is not None
+        connection = self._connection(self._bootstrap)
+        found: list[Coordinator] = []
+        for start in range(0, len(group_ids), KEYS_PER_LOOKUP):
+            found += find_coordinators(connection, self._versions.find, group_ids[start : start + KEYS_PER_LOOKUP])
+        return found
+
+    def _fetch(self, address: tuple[str, int], groups: list[str], retry: list[str]) -> Iterator[GroupCommits]:
+        assert self._versions is not None
+        body = encode_offset_fetch(groups, self._versions.fetch, self.require_stable)
+        try:
+            connection = self._connection(address)
+            answers = decode_offset_fetch(connection.request(OFFSET_FETCH, self._versions.fetch, body, flexible=True))
+        except TimeoutError:
+            raise
+        except (OSError, ProtocolError, SecurityRefused) as exc:
+            self._drop(address)
+            for group_id in groups:
+                yield self._done(GroupCommits(group_id, [], f"OffsetFetch on {address[0]}:{address[1]}: {exc}"))
+            return
+        asked = set(groups)
+        for answer in answers:
+            if answer.group_id not in asked:
+                continue
+            asked.discard(answer.group_id)
+            if answer.error_code in RETRIED:
+                retry.append(answer.group_id)
+            elif answer.error_code:
+                yield self._done(GroupCommits(answer.group_id, [], error_text(answer.error_code)))
+            else:
+                yield self._done(GroupCommits(answer.group_id, answer.partitions))
+        retry.extend(g for g in groups if g in asked)  # left out of the answer: ask again
+
+    def _done(self, answer: GroupCommits) -> GroupCommits:
+        self._answered.add(answer.group_id)
+        return answer
+
+    def _connect(self, address: tuple[str, int]) -> BrokerConnection:
+        connection = BrokerConnection(address[0], address[1], CLIENT_ID, self.deadline, self.security)
+        self._connections[address] = connection
+        return connection
+
+    def _connection(self, address: tuple[str, int]) -> BrokerConnection:
+        return self._connections.get(address) or self._connect(address)
+
+    def _drop(self, address: tuple[str, int]) -> None:
+        connection = self._connections.pop(address, None)
+        if connection is not None:
+            connection.close()
