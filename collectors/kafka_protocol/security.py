@@ -18,7 +18,7 @@ from lagwatch.config.secrets import ENV_CLIENT_KEYS, named_cluster_env_var
 PROTOCOLS = ("plaintext", "ssl", "sasl_plaintext", "sasl_ssl")
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 #: Who refuses, in every message (the operator may not know Lagwatch has a client of its own).
-CLIENT = "Lagwatch's protocol client (share groups, partition sizes)"
+CLIENT = "Lagwatch's protocol client (share and streams groups, partition sizes, batched OffsetFetch)"
 #: librdkafka's OIDC grant this client speaks (its default).
 CLIENT_CREDENTIALS = "client_credentials"
 #: TLS keys of librdkafka this client cannot honour, and what to set instead.

@@ -13,6 +13,7 @@ import pytest
 from collectors.kafka_protocol.connection import ClientSecurity
 from collectors.kafka_protocol.oauth import TokenSource
 from collectors.kafka_protocol.security import (
+    CLIENT,
     OidcSettings,
     SecurityRefused,
     security_settings,
@@ -53,8 +54,7 @@ def test_no_security_protocol_is_plaintext_and_the_keys_are_librdkafkas_case_ins
 
 def test_an_unsupported_mechanism_names_the_cluster_the_setting_and_the_choices() -> None:
     assert reason({**SASL_SSL, "sasl.mechanism": "GSSAPI"}) == (
-        "cluster prod: sasl.mechanism GSSAPI is not supported by Lagwatch's protocol client (share groups, "
-        "partition sizes); use PLAIN, SCRAM-SHA-256/512 or OAUTHBEARER"
+        f"cluster prod: sasl.mechanism GSSAPI is not supported by {CLIENT}; use PLAIN, SCRAM-SHA-256/512 or OAUTHBEARER"
     )
     # librdkafka's default mechanism is GSSAPI: a SASL cluster that sets none gets the same answer
     assert "sasl.mechanism GSSAPI is not supported" in (reason(SASL_SSL) or "")
@@ -63,9 +63,8 @@ def test_an_unsupported_mechanism_names_the_cluster_the_setting_and_the_choices(
 @pytest.mark.parametrize(
     ("extra", "said"),
     [
-        ({"ssl.keystore.location": "/k.p12"}, "ssl.keystore.location is not supported by Lagwatch's protocol client "
-                                              "(share groups, partition sizes); use ssl.certificate.location and "
-                                              "ssl.key.location (PEM files)"),
+        ({"ssl.keystore.location": "/k.p12"}, f"ssl.keystore.location is not supported by {CLIENT}; use "
+                                              "ssl.certificate.location and ssl.key.location (PEM files)"),
         ({"ssl.certificate.pem": "-----BEGIN"}, "ssl.certificate.pem is not supported"),
         ({"ssl.endpoint.identification.algorithm": "dns"}, "ssl.endpoint.identification.algorithm dns"),
         ({"ssl.certificate.location": "/c.pem"}, "a client certificate needs both files: set ssl.key.location"),

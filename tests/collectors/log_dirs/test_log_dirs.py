@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from collectors.admin.collector import AdminCollector
+from collectors.kafka_protocol.security import CLIENT
 from collectors.log_dirs.reader import LogDirReader, PartitionSizes
 from harness.kafka_workload import KafkaWorkload
 from harness.real_kafka import RealKafkaBroker
@@ -81,9 +82,8 @@ def test_a_security_setting_the_client_cannot_use_is_said_once_and_not_connected
         reader.close()
     assert reads == [PartitionSizes()] * 3
     assert [r.getMessage() for r in caplog.records] == [
-        "admin@test: partition sizes not read: cluster test: ssl.keystore.location is not supported by Lagwatch's "
-        "protocol client (share groups, partition sizes); use ssl.certificate.location and ssl.key.location (PEM "
-        "files); no size limit in the retention margin"
+        f"admin@test: partition sizes not read: cluster test: ssl.keystore.location is not supported by {CLIENT}; "
+        "use ssl.certificate.location and ssl.key.location (PEM files); no size limit in the retention margin"
     ]
 
 

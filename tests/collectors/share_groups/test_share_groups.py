@@ -18,6 +18,7 @@ import pytest
 
 from collectors.admin.collector import AdminCollector
 from collectors.base import SampleFactory
+from collectors.kafka_protocol.security import CLIENT
 from collectors.share_groups.reader import ShareGroupReader, read_share_groups
 from harness.kafka_workload import KafkaWorkload
 from lagwatch.config import Config
@@ -112,8 +113,8 @@ def test_a_cluster_the_reader_cannot_connect_to_is_said_once_and_read_as_none(
             read = reader.read(Metadata(), time.monotonic() + 1)
             assert (read.errors, read.descriptions) == ([], {})
     assert [r.getMessage() for r in caplog.records] == [
-        "admin@test: share groups not read: cluster test: sasl.mechanism GSSAPI is not supported by Lagwatch's "
-        "protocol client (share groups, partition sizes); use PLAIN, SCRAM-SHA-256/512 or OAUTHBEARER"
+        f"admin@test: share groups not read: cluster test: sasl.mechanism GSSAPI is not supported by {CLIENT}; "
+        "use PLAIN, SCRAM-SHA-256/512 or OAUTHBEARER"
     ]
 
 
