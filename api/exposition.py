@@ -65,6 +65,12 @@ FAMILIES: tuple[tuple[str, str, str], ...] = (
         "gauge",
         f"Group status as its severity ({_SEVERITIES}), status, rule and group_type as labels",
     ),
+    (
+        "lagwatch_consumergroup_rebalances",
+        "gauge",
+        "Rebalances within the lag window (every one with the commit log, else collector cycles that saw one)",
+    ),
+    ("lagwatch_consumergroup_rebalancing_seconds", "gauge", "Seconds of the lag window the group spent rebalancing"),
     ("lagwatch_consumergroup_partition_status", "gauge", "Partition status as its severity, status and rule as labels"),
     (
         "lagwatch_consumergroup_retention_margin_records",
@@ -242,7 +248,8 @@ def _group_unit(group: _Group) -> _Unit:
     burrow = statuses.burrow_group_status([statuses.burrow_partition_status(r["status"]) for r in rows])
     # Lagwatch's own group status: the group_status row, else the worst partition's.
     status_source = group.status_row or max(rows, key=lambda r: statuses.severity(r["status"]), default=None)
-    series = 1 + 3 * bool(lags) + bool(time_lags) + (status_source is not None)
+    rebalance_values = _rebalance_values(group.status_row)
+    series = 1 + 3 * bool(lags) + bool(time_lags) + (status_source is not None) + len(rebalance_values)
 
     def write(out: _Lines) -> None:
         c, g = out.esc(group.cluster), out.esc(group.group)
@@ -259,8 +266,21 @@ def _group_unit(group: _Group) -> _Unit:
             group_type = out.esc(status_source.get("group_type") or "")  # "": not known (a partition row)
             labels = f'cluster="{c}",group="{g}",status="{status}",rule="{rule}",group_type="{group_type}"'
             out.add("lagwatch_consumergroup_status", labels, statuses.severity(status_source["status"]))
+        for family, value in rebalance_values:
+            out.add(family, f'cluster="{c}",group="{g}"', value)
 
     return _Unit(series, write)
+
+
+def _rebalance_values(status_row: dict[str, Any] | None) -> list[tuple[str, Any]]:
+    """The group_status row's rebalances and rebalancing seconds, those it has (NULL in older rows)."""
+    if status_row is None:
+        return []
+    families = (
+        ("lagwatch_consumergroup_rebalances", "rebalances"),
+        ("lagwatch_consumergroup_rebalancing_seconds", "rebalancing_s"),
+    )
+    return [(family, status_row[column]) for family, column in families if status_row.get(column) is not None]
 
 
 def _group_topic_units(group: _Group) -> list[_Unit]:

@@ -225,6 +225,7 @@ BLANKS: dict[str, tuple[str, str]] = {
     "rate_span_s": (DASH, "no rates yet (one observation)"),
     "consume_rate": _NO_RATE,
     "produce_rate": _NO_RATE,
+    "rebalancing_s": (DASH, "no group state read in the window, or rows written before rebalances were timed"),
 }
 #: The meaning of a dash in a column BLANKS does not name.
 UNKNOWN_MEANING = "no value in the lake"

@@ -164,9 +164,13 @@ TABLES: dict[str, Table] = {
                 #: collector cycle of updated_at (NULL when that cycle's describe did not answer).
                 ("group_state", "VARCHAR"),
                 ("members", "INTEGER"),
-                #: Collector cycles within the lag window (lag.window_s) that saw a rebalance: the
-                #: group rebalancing, its member count changing, or a partition changing owner.
+                #: Rebalances within the lag window (lag.window_s): every one the commit log recorded
+                #: (generation or group epoch increases); without the commit log, the collector cycles
+                #: that saw one (the group rebalancing, its member count or a partition's owner changing).
                 ("rebalances", "INTEGER"),
+                #: Seconds of the lag window the group spent rebalancing (PreparingRebalance,
+                #: CompletingRebalance, Assigning, Reconciling), from its state readings; NULL in older rows.
+                ("rebalancing_s", "DOUBLE"),
                 #: The group's protocol as newest read (classic, consumer, share, streams): NULL
                 #: when the broker never said (tansu, or DescribeGroups off on a broker before 3.8).
                 ("group_type", "VARCHAR"),

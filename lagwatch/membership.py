@@ -20,6 +20,10 @@ Consumer (KIP-848) groups add what the classic protocol has no word for:
   client_id, member_id, host): the group epoch and each member's epoch, from the commit log only
   (the Python client's describe does not carry them).
 
+From the commit log, every group (classic or consumer) also has ``consumer_group_rebalances_total``:
+the coordinator's own count of its rebalances (a classic group's generation, a consumer group's
+epoch), so rebalances that start and finish between two collector cycles are all counted.
+
 The Spark job keeps these beside the group's lag state and writes the owner of each
 partition (and its pending owner) into ``lag_1m`` and the group's state, member count, epoch and
 rebalances into ``group_status`` (docs/architecture.md names the columns).
@@ -36,7 +40,14 @@ PARTITION_PENDING_METRIC, GROUP_EPOCH_METRIC, MEMBER_EPOCH_METRIC = require(
     "partition_pending", "consumer_group_epoch", "consumer_group_member_epoch"
 )
 #: Per-group membership metrics (label group_id only).
-GROUP_METRICS: tuple[str, ...] = (GROUP_STATE_METRIC, GROUP_MEMBERS_METRIC, GROUP_TYPE_METRIC, GROUP_EPOCH_METRIC)
+(REBALANCES_METRIC,) = require("consumer_group_rebalances_total")
+GROUP_METRICS: tuple[str, ...] = (
+    GROUP_STATE_METRIC,
+    GROUP_MEMBERS_METRIC,
+    GROUP_TYPE_METRIC,
+    GROUP_EPOCH_METRIC,
+    REBALANCES_METRIC,
+)
 #: Per-partition membership metrics naming a member (``MemberSample``): its owner, and the member
 #: whose target assignment holds it while it is not reconciled yet.
 MEMBER_METRICS: tuple[str, ...] = (PARTITION_ASSIGNED_METRIC, PARTITION_PENDING_METRIC)

@@ -166,6 +166,9 @@ METRICS: tuple[Metric, ...] = (
            "(not reconciled); the labels name the member that will own it"),
     Metric("consumer_group_epoch", "gauge", "epoch", ("group_id",), (Source.COMMITLOG,),
            "Consumer (KIP-848) group's epoch (bumped by every membership or subscription change), from the commit log"),
+    Metric("consumer_group_rebalances_total", "counter", "rebalances", ("group_id",), (Source.COMMITLOG,),
+           "Rebalances the coordinator recorded for the group: a classic group's generation, a consumer (KIP-848) "
+           "group's epoch; from the commit log, at each change (its increase over a window is the rebalances in it)"),
     Metric("consumer_group_member_epoch", "gauge", "epoch", ("group_id", "client_id", "member_id", "host"),
            (Source.COMMITLOG,),
            "Consumer (KIP-848) group member's epoch: the group epoch it has reconciled to (below the group "

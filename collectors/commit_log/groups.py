@@ -19,8 +19,10 @@ protocols, where the other protocol's records follow at once) drops that protoco
 publishes nothing: a group is only deleted once it is Empty, which was already published.
 
 After each batch of records, :meth:`GroupBook.changes` gives one :class:`GroupChange` per group
-whose state, members, owners, epochs or pending partitions differ from what was last given, at the time of its newest
-record: a burst of records (a member leaving writes four) is one change.
+whose state, members, owners, epochs, pending partitions or generation differ from what was last given, at the time
+of its newest record: a burst of records (a member leaving writes four) is one change. Each change carries the
+group's rebalance count (:attr:`GroupChange.rebalances`: the classic generation, the consumer group epoch), so
+rebalances folded into one change are still counted, by its increase.
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ class GroupChange:
     member_epochs: tuple[MemberEpoch, ...] = ()
     #: partitions in a member's target assignment it does not own yet, named by that member
     pending: tuple[Owner, ...] = ()
+    #: the coordinator's count of the group's rebalances: a classic group's generation, a consumer
+    #: group's epoch (None before a consumer group's epoch record)
+    rebalances: int | None = None
 
 
 @dataclass(slots=True)
@@ -164,7 +169,15 @@ class GroupBook:
                 self._given.pop(group, None)
                 self._newest.pop(group, None)
                 continue
-            picture = (change.state, change.members, change.owners, change.epoch, change.member_epochs, change.pending)
+            picture = (
+                change.state,
+                change.members,
+                change.owners,
+                change.epoch,
+                change.member_epochs,
+                change.pending,
+                change.rebalances,  # a new generation is a change, even with the same owners
+            )
             if self._given.get(group) != picture:
                 self._given[group] = picture
                 if ts >= since_ts:
@@ -185,7 +198,7 @@ class GroupBook:
             for topic, partition in m.assignment
         )
         state = "Stable" if classic.members else "Empty"
-        return GroupChange(group, ts, state, len(classic.members), owners, "classic")
+        return GroupChange(group, ts, state, len(classic.members), owners, "classic", rebalances=classic.generation)
 
     def _consumer_change(self, group: str, ts: int, consumer: ConsumerGroup) -> GroupChange:
         owners: list[Owner] = []
@@ -198,8 +211,9 @@ class GroupBook:
             pending.extend(self._named(_not_in(consumer.targets.get(member_id, ()), owned), member_id, meta))
             if assignment is not None:
                 epochs.append((member_id, meta.client_id, meta.client_host, assignment.member_epoch))
+        epoch = consumer.epoch if consumer.epoch >= 0 else None
         return GroupChange(group, ts, consumer.state(), len(consumer.members), tuple(owners), "consumer",
-                           consumer.epoch if consumer.epoch >= 0 else None, tuple(epochs), tuple(pending))  # fmt: skip
+                           epoch, tuple(epochs), tuple(pending), epoch)  # fmt: skip
 
     def _named(self, partitions: TopicIdPartitions, member_id: str, meta: MemberMetadata) -> list[Owner]:
         """The partitions (by topic id) as owners named by topic, those of unknown or denied topics left out."""

@@ -76,6 +76,7 @@ from lagwatch.membership import (
     MEMBER_EPOCH_METRIC,
     PARTITION_ASSIGNED_METRIC,
     PARTITION_PENDING_METRIC,
+    REBALANCES_METRIC,
 )
 from lagwatch.samples import Sample
 from lagwatch.vocabulary import Source
@@ -442,14 +443,19 @@ def state_code(state: str) -> int:
 
 def membership_samples(changes: list[GroupChange], make: SampleFactory) -> list[Sample]:
     """Per change, the admin collector's membership metrics (lagwatch.membership) with source
-    `commitlog` and ts = the record's time: a consumer group's epoch, state code, group type, member
-    count, each owned partition, then a consumer group's member epochs and pending partitions."""
+    `commitlog` and ts = the record's time: a consumer group's epoch, the group's rebalance count
+    (generation or epoch: its increase counts every rebalance, however many happened between two
+    cycles), state code, group type, member count, each owned partition, then a consumer group's
+    member epochs and pending partitions."""
     samples: list[Sample] = []
     for change in changes:
         ts, group = change.ts, change.group_id
         if change.epoch is not None:
             samples.append(make(ts=ts, source=SOURCE, metric=GROUP_EPOCH_METRIC, kind="gauge",
                                 value=change.epoch, group_id=group))  # fmt: skip
+        if change.rebalances is not None:
+            samples.append(make(ts=ts, source=SOURCE, metric=REBALANCES_METRIC, kind="counter",
+                                value=change.rebalances, group_id=group))  # fmt: skip
         samples.append(make(ts=ts, source=SOURCE, metric=GROUP_STATE_METRIC, kind="gauge",
                             value=state_code(change.state), group_id=group))  # fmt: skip
         samples.append(make(ts=ts, source=SOURCE, metric=GROUP_TYPE_METRIC, kind="gauge",

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 SQL_GROUPS_LATEST = newest_rows(
     "group_status",
     "group_id, status, reason, rule, total_lag, max_lag, max_time_lag_s, max_time_lag_method, partitions, topics, "
-    "group_state, members, rebalances, group_type, group_epoch, updated_at",
+    "group_state, members, rebalances, rebalancing_s, group_type, group_epoch, updated_at",
     key="group_id",
     where="cluster = $cluster AND window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end "
     "AND updated_at >= $recent_start AND updated_at < $end",

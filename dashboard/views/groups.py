@@ -32,6 +32,7 @@ TABLE_COLUMNS = [
     "group_type",
     "members",
     "rebalances",
+    "rebalancing_s",
     "updated_at",
 ]
 NOT_CATCHING_UP = "not catching up"
@@ -103,8 +104,11 @@ def drill_down(ctx: ui.AppContext, scope: Scope, groups: pd.DataFrame) -> None:
             ("Time to catch up", catch_up(row["eta_s"], row["total_lag"]), "lag / (consume − produce rate)"),
             ("Partitions", ui.number(row["partitions"]), None),
             ("Members", ui.number(row["members"]) if not pd.isna(row["members"]) else "not described", None),
-            ("Rebalances", ui.number(row["rebalances"]), "collector cycles in the lag window ([lag] window_s) that "
-             "saw a rebalance, a member count change or a partition changing owner"),
+            ("Rebalances", ui.number(row["rebalances"]), "rebalances in the lag window ([lag] window_s): every one "
+             "the commit log recorded; without it, collector cycles that saw a rebalance, a member count change or "
+             "a partition changing owner"),
+            ("Time rebalancing", ui.duration(row["rebalancing_s"]), "seconds of the lag window the group spent "
+             "rebalancing (PreparingRebalance, CompletingRebalance, Assigning, Reconciling)"),
         ]
     )  # fmt: skip
     group_state = "not described" if pd.isna(row["group_state"]) else row["group_state"]

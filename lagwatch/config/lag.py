@@ -28,6 +28,11 @@ class LagConfig(StrictModel):
     history_points: int = Field(120, ge=4)
     #: Rules stall (no commit log, or commits) and lag_rising: observations (or commits) needed first.
     min_window_points: int = Field(3, ge=2)
+    #: Rebalance storm (named in the group's reason): at least this many rebalances within
+    #: rebalance_storm_window_s (every one counted with the commit log, else collector cycles).
+    rebalance_storm_count: int = Field(5, ge=2)
+    #: Rebalance storm: the window its rebalances are counted over (up to the group's newest observation).
+    rebalance_storm_window_s: float = Field(600, gt=0)
     #: Per-group overrides: {"group-id" = {warn_lag = 1000, stop_after_s = 300}}.
     #: Keys: warn_lag, warn_time_lag_s (rules of the same names), stop_after_s.
     group_thresholds: dict[str, dict[str, float]] = Field(default_factory=dict)
@@ -36,6 +41,10 @@ class LagConfig(StrictModel):
     def window_ms(self) -> int:
         """window_s in milliseconds, the unit of sample timestamps: converted here, once."""
         return int(self.window_s * 1000)
+
+    @property
+    def rebalance_storm_window_ms(self) -> int:
+        return int(self.rebalance_storm_window_s * 1000)
 
     @field_validator("group_thresholds")
     @classmethod

@@ -44,6 +44,9 @@ class GroupFacts:
     window_s: float = 0.0
     #: The cluster's broker events of the window as a clause (None: none); asked only when not OK.
     broker_events: Callable[[], str | None] = lambda: None
+    #: Rebalances within storm_window_s when they make a storm (lag.rebalance_storm_count), else 0.
+    storm: int = 0
+    storm_window_s: float = 0.0
 
 
 def summarize_group(
@@ -67,6 +70,8 @@ def summarize_group(
         facts.rebalances,
         facts.window_s,
         facts.broker_events() if worst.status != _HEALTHY else None,
+        facts.storm,
+        facts.storm_window_s,
     )
     return GroupSummary(
         status=worst.status,

@@ -16,9 +16,12 @@ Rules (also in docs/rollups.md):
   arrives in a later batch than its observation writes the row again, with it.
 - **Owner changes.** A reading whose member differs from the partition's previous reading is
   one change, at its ts. ``lag_1m.owner_changes`` counts them within the row's minute.
-- **Rebalances.** The collector cycles within the lag window (``lag.window_s`` up to
-  updated_at) at which the group was PreparingRebalance or CompletingRebalance, its member count
-  differed from the previous reading, or any of its partitions changed owner.
+- **Rebalances.** With the commit log, the increases of the group's ``consumer_group_rebalances_total``
+  (its generation or epoch) within the lag window (``lag.window_s`` up to updated_at): every
+  rebalance, however many fell between two cycles (``rebalances.py``). Without it (no such
+  reading for the group), the collector cycles within the window at which the group was
+  rebalancing, its member count differed from the previous reading, or any of its partitions
+  changed owner. The seconds it spent rebalancing come from its state readings (``rebalances.py``).
 - **Type.** A group's type is its newest `consumer_group_type` reading (not only the same
   cycle's): the protocol changes only when the group migrates between classic and consumer,
   and the rows name the type it had then, so its history stays one group throughout. A consumer
@@ -54,12 +57,14 @@ from lagwatch.membership import (
     GROUP_TYPE_METRIC,
     PARTITION_ASSIGNED_METRIC,
     PARTITION_PENDING_METRIC,
+    REBALANCES_METRIC,
     REBALANCING_CODES,
     UNKNOWN_CODE,
     group_state_name,
     group_type_name,
 )
 from lagwatch.vocabulary import Source
+from spark_jobs.lag import rebalances as rebalance_log
 from spark_jobs.lag.rules import Membership
 from spark_jobs.windows import series_labels
 
@@ -91,6 +96,8 @@ class GroupMembership:
     group: list[Any] = field(default_factory=lambda: [-1, None, None, None, [], [], -1, [-1, None], -1, [-1, None]])
     #: (topic, partition) -> [ts, member_id, client_id, host] of its newest pending reading
     pending: dict[Where, list[Any]] = field(default_factory=dict)
+    #: the rebalance counts and rebalancing states read (spark_jobs/lag/rebalances.py)
+    rebalancing: rebalance_log.Timelines = field(default_factory=rebalance_log.empty)
 
     def observe_owner(self, where: Where, ts: int, owner: Owner, keep_ms: int) -> None:
         """Take one cycle's owner of a partition; an older or repeated cycle changes nothing."""
@@ -116,6 +123,11 @@ class GroupMembership:
     def observe_group(self, ts: int, metric: str, value: float, keep_ms: int, from_log: bool = False) -> None:
         """Take one cycle's (or one logged change's) state, member count, type or epoch (each its own sample)."""
         group = self.group
+        if metric == REBALANCES_METRIC:
+            rebalance_log.observe_count(self.rebalancing, ts, value, keep_ms)
+            return
+        if metric == GROUP_STATE_METRIC:
+            rebalance_log.observe_state(self.rebalancing, ts, int(value) in REBALANCING_CODES, keep_ms)
         newest_kept = {GROUP_TYPE_METRIC: _TYPE, GROUP_EPOCH_METRIC: _EPOCH}.get(metric)
         if newest_kept is not None:
             if ts >= group[newest_kept][0]:
@@ -196,11 +208,19 @@ class GroupMembership:
         return 0 if slot is None else _count_between(slot[_CHANGES], start_ms, end_ms)
 
     def rebalances(self, start_ms: int, end_ms: int) -> int:
-        """Cycles in [start_ms, end_ms] with a rebalance event or an owner change."""
+        """Rebalances in [start_ms, end_ms]: every one the commit log counted, else the cycles with a
+        rebalance event or an owner change."""
+        logged = rebalance_log.count(self.rebalancing, start_ms, end_ms)
+        if logged is not None:
+            return logged
         stamps = {ts for ts in self.group[_EVENTS] if start_ms <= ts <= end_ms}
         for slot in self.owners.values():
             stamps.update(ts for ts in slot[_CHANGES] if start_ms <= ts <= end_ms)
         return len(stamps)
+
+    def rebalancing_s(self, start_ms: int, end_ms: int) -> float:
+        """Seconds of [start_ms, end_ms] the group was rebalancing, as its state readings tell."""
+        return rebalance_log.seconds(self.rebalancing, start_ms, end_ms)
 
     def forget_before(self, oldest_ms: int) -> bool:
         """Drop partitions (and the group reading) not read since `oldest_ms`; True when nothing is left."""
@@ -270,7 +290,7 @@ def fold_readings(samples: pd.DataFrame, memberships: dict[GroupKey, GroupMember
                 membership.observe_pending(where, ts, owner)
                 batch.pending[(key, where, ts)] = owner
             batch.touched_partitions.setdefault(key, {}).setdefault(where, set()).add(ts)
-        elif labels["metric"][i] in (GROUP_TYPE_METRIC, GROUP_EPOCH_METRIC):
+        elif labels["metric"][i] in (GROUP_TYPE_METRIC, GROUP_EPOCH_METRIC, REBALANCES_METRIC):
             membership.observe_group(ts, labels["metric"][i], float(values[i]), keep_ms)
         else:
             metric = labels["metric"][i]
@@ -290,13 +310,13 @@ def _text(value: Any) -> str | None:
 
 
 def encode(memberships: dict[GroupKey, GroupMembership]) -> bytes:
-    plain = {key: (m.owners, m.group, m.pending) for key, m in memberships.items()}
+    plain = {key: (m.owners, m.group, m.pending, m.rebalancing) for key, m in memberships.items()}
     return pickle.dumps(plain, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def decode(blob: bytes) -> dict[GroupKey, GroupMembership]:
     """State saved before empty runs (and the owners' newest cycle, the type, the log's empty run, the
-    epoch, the pending partitions) were kept gets them empty."""
+    epoch, the pending partitions, the rebalance timelines) were kept gets them empty."""
     saved = pickle.loads(blob)
     return {key: GroupMembership(state[0], _upgraded(state[1]), *state[2:]) for key, state in saved.items()}
 

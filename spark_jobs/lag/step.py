@@ -145,7 +145,8 @@ def _fold_samples(
     is_reading = np.isin(metric, PARTITION_READING_METRICS)  # per partition state, not a membership reading
     is_offset = np.isin(metric, LAG_METRICS) & ~is_reading
     keep_ms = max(lag_config.window_ms, PERIOD_MS)
-    rows.readings = membership.fold_readings(samples[~(is_offset | is_reading)], rows.memberships, keep_ms)
+    membership_keep_ms = max(keep_ms, lag_config.rebalance_storm_window_ms)  # the storm's window may be longer
+    rows.readings = membership.fold_readings(samples[~(is_offset | is_reading)], rows.memberships, membership_keep_ms)
     cycle_samples, cycle_labels, commit_rows = split_commits(samples[is_offset])
     observations, halves = pair_in_batch(cycle_samples, cycle_labels)
     observations = pair_across_batches(observations, halves, groups, keep_ms)
@@ -438,6 +439,8 @@ def _group_row(
         rebalances,
         lag_config.window_s,
         partial(rows.broker_clause, group_key[0], newest),
+        _storm(owned, newest, lag_config),
+        lag_config.rebalance_storm_window_s,
     )
     if not reports:
         return None
@@ -449,6 +452,7 @@ def _group_row(
         "group_state": state,
         "members": members,
         "rebalances": rebalances,
+        "rebalancing_s": owned.rebalancing_s(recent_ms, newest) if owned is not None else None,
         "group_type": owned.group_type if owned is not None else None,
         "group_epoch": owned.group_epoch if owned is not None else None,
         "window_start": period,
@@ -456,6 +460,14 @@ def _group_row(
     }
     row.update(zip(_SUMMARY_COLUMNS, _summary_values(summary), strict=True))  # by name, like _partition_row
     return row
+
+
+def _storm(owned: membership.GroupMembership | None, newest: int, lag_config: LagConfig) -> int:
+    """The rebalances within lag.rebalance_storm_window_s when there are at least lag.rebalance_storm_count."""
+    if owned is None:
+        return 0
+    count = owned.rebalances(newest - lag_config.rebalance_storm_window_ms, newest)
+    return count if count >= lag_config.rebalance_storm_count else 0
 
 
 def _rejudge(

@@ -77,7 +77,10 @@ def test_members_joining_and_leaving_are_read_as_they_happen(
     left_at = second.close()
     wait_until(lambda: named()[-1].state == "Empty", 30, "the group is Empty")
     read_after_s = time.time() - left_at
-    assert changes[-1] == GroupChange(group, changes[-1].ts, "Empty", 0, (), protocol, changes[-1].epoch)
+    assert changes[-1] == GroupChange(
+        group, changes[-1].ts, "Empty", 0, (), protocol, changes[-1].epoch, rebalances=changes[-1].rebalances
+    )
+    assert changes[-1].rebalances is not None and changes[-1].rebalances > changes[0].rebalances
     epoch = changes[-1].epoch
     assert epoch is None if protocol == "classic" else epoch > 1  # every join and leave bumps it
     assert changes[-1].ts >= int(left_at * 1000) - 5_000  # stamped with the record's time, the leave
