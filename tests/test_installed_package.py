@@ -48,7 +48,9 @@ from harness.kafka_workload import KafkaWorkload
 from harness.local_stack import UP_LINE
 from harness.polling import wait_until
 from harness.real_kafka import RealKafkaBroker
+from harness.secure_kafka import MECHANISM, SecureKafkaBroker, new_scram_user
 from harness.spark_cluster import SparkStandaloneCluster
+from lagwatch import exit_codes
 from shell.broker import free_port
 
 MARKER_ENV = "LAGWATCH_INSTALLED_TEST_RUN"
@@ -368,3 +370,50 @@ def test_a_cluster_s_executors_import_the_project_from_the_zip_the_installed_dri
     with zipfile.ZipFile(wheel) as built, zipfile.ZipFile(archive) as shipped:
         expected = {n: built.read(n) for n in built.namelist() if n.startswith(("lagwatch/", "spark_jobs/"))}
         assert {n: shipped.read(n) for n in shipped.namelist()} == expected
+
+
+@pytest.mark.slow
+def test_check_from_the_installed_package_names_each_missing_acl_on_a_sasl_broker(
+    installed: Venv, secure_broker: SecureKafkaBroker, unique: Callable[[str], str], tmp_path: Path
+) -> None:
+    """A principal with no ACL: `check` fails and prints the kafka-acls.sh line of each grant it lacks."""
+    user, password = new_scram_user(secure_broker, unique("installed-monitor"))
+    init = run(
+        installed,
+        tmp_path,
+        "lagwatch",
+        "init",
+        "--bootstrap-servers",
+        secure_broker.bootstrap_servers,
+        "--security-protocol",
+        "SASL_SSL",
+        "--sasl-mechanism",
+        MECHANISM,
+        "--ssl-ca-location",
+        str(secure_broker.certificates.ca),
+        "--cluster-name",
+        "secured",
+        "--non-interactive",
+    )
+    assert init.returncode == 0, init.stderr
+    config = tmp_path / "config.toml"
+    config.write_text(set_keys(config.read_text(), "dashboard", {"port": free_port()}))
+    config.write_text(set_keys(config.read_text(), "api", {"port": free_port()}))
+
+    check = run(
+        installed,
+        tmp_path,
+        "lagwatch",
+        "check",
+        LAGWATCH_CLUSTER_SASL_USERNAME=user,
+        LAGWATCH_CLUSTER_SASL_PASSWORD=password,
+    )
+
+    assert check.returncode == exit_codes.FAILED, check.stdout + check.stderr
+    assert re.search(r"^PASS cluster secured: Kafka .*, 1 broker at ", check.stdout, re.M), check.stdout
+    assert (
+        f"FAIL acl secured: missing Describe on group '*' for User:{user} — run: kafka-acls.sh --bootstrap-server "
+        f"{secure_broker.bootstrap_servers} --command-config admin.properties --add --allow-principal User:{user} "
+        "--operation Describe --group '*'"
+    ) in check.stdout
+    assert f"FAIL acl secured: missing Describe on the cluster for User:{user}" in check.stdout

@@ -9,9 +9,7 @@ user with no ACL fails, and the output carries one kafka-acls.sh line per grant 
 from __future__ import annotations
 
 import re
-import secrets
 import socket
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,15 +20,12 @@ from confluent_kafka.admin import (
     AdminClient,
     NewTopic,
     ResourceType,
-    ScramCredentialInfo,
-    ScramMechanism,
-    UserScramCredentialUpsertion,
 )
 
 from harness.config_file import section_lines, toml_value
 from harness.processes import run_lagwatch
 from harness.real_kafka import RealKafkaBroker
-from harness.secure_kafka import ADMIN_USER, Acl, SecureKafkaBroker
+from harness.secure_kafka import ADMIN_USER, Acl, SecureKafkaBroker, new_scram_user
 from harness.webhook_receiver import WebhookReceiver
 from lagwatch import acls, exit_codes
 from lagwatch.config import Config, parse_config
@@ -155,26 +150,6 @@ def test_java_versions_and_kafka_lines_are_read_from_what_the_tools_print():
 # -- the secured broker: SASL_SSL, SCRAM-SHA-512, StandardAuthorizer -----------------------
 
 
-def new_user(broker: SecureKafkaBroker, unique: Callable[[str], str]) -> tuple[str, str]:
-    """A SCRAM user made now by the super user, with no ACL at all."""
-    user, password = unique("lagwatch"), secrets.token_hex(12)
-    admin = AdminClient(broker.client_settings(ADMIN_USER))
-    upsert = UserScramCredentialUpsertion(
-        user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), password.encode()
-    )
-    for future in admin.alter_user_scram_credentials([upsert]).values():
-        future.result(30)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:  # the broker applies it from the metadata log
-        login = {**broker.client_settings(ADMIN_USER), "sasl.username": user, "sasl.password": password}
-        try:
-            AdminClient({**login, "log_level": 0}).list_topics(timeout=3)
-            return user, password
-        except Exception:
-            time.sleep(0.2)
-    raise AssertionError(f"user {user} cannot log in")
-
-
 def table_acls(config: Config) -> list[Acl]:
     """Exactly the bindings `lagwatch/acls.py` lists for this config, both homes (one cluster carries both)."""
     kinds = {"cluster": ResourceType.BROKER, "topic": ResourceType.TOPIC, "group": ResourceType.GROUP}
@@ -190,7 +165,7 @@ def table_acls(config: Config) -> list[Acl]:
 def test_on_the_secured_broker_a_user_without_acls_is_told_each_grant_then_passes_once_granted(
     secure_broker: SecureKafkaBroker, tmp_path: Path, unique: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
 ):
-    user, password = new_user(secure_broker, unique)
+    user, password = new_scram_user(secure_broker, unique("lagwatch"))
     monkeypatch.setenv("LAGWATCH_CLUSTER_SASL_USERNAME", user)
     monkeypatch.setenv("LAGWATCH_CLUSTER_SASL_PASSWORD", password)
     cluster = {"name": CLUSTER, "bootstrap_servers": secure_broker.bootstrap_servers,
@@ -252,7 +227,7 @@ def test_on_the_secured_broker_a_user_without_acls_is_told_each_grant_then_passe
 def test_a_refused_login_is_named_with_its_fix(
     secure_broker: SecureKafkaBroker, tmp_path: Path, unique: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
 ):
-    user, _ = new_user(secure_broker, unique)
+    user, _ = new_scram_user(secure_broker, unique("lagwatch"))
     monkeypatch.setenv("LAGWATCH_CLUSTER_SASL_USERNAME", user)
     monkeypatch.setenv("LAGWATCH_CLUSTER_SASL_PASSWORD", "not-the-password")
     cluster = {"name": CLUSTER, "bootstrap_servers": secure_broker.bootstrap_servers,
