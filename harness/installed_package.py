@@ -111,10 +111,10 @@ def install(venv: Venv, wheel: Path, house: Path | None = None) -> None:
     house = house or wheelhouse()
     offline = [*PIP, "--python", str(venv.python), "install", "--quiet", "--no-compile", "--no-index"]
     offline += ["--find-links", str(house), "--constraint", str(REQUIREMENTS), str(wheel)]
-    if house.is_dir() and _try(offline):
-        return
-    fill_wheelhouse(house, wheel)
-    _run(offline, "pip install from the wheelhouse")
+    if not (house.is_dir() and _try(offline)):
+        fill_wheelhouse(house, wheel)
+        _run(offline, "pip install from the wheelhouse")
+    _run([str(venv.python), "-c", "import lagwatch, shell.cli"], f"importing the installed {wheel.name}")
 
 
 def fill_wheelhouse(house: Path, wheel: Path) -> None:
