@@ -13,16 +13,12 @@ the cycle, as a failed OffsetFetch is. Why the protocol and not a client: docs/s
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
-from collectors.cycle_step import CycleStep
 from collectors.kafka_protocol.api_versions import api_versions, newest_common_version
 from collectors.kafka_protocol.connection import PLAINTEXT, BrokerConnection, ClientSecurity
-from collectors.kafka_protocol.security import SecurityRefused
-from collectors.kafka_protocol.wire import BrokerError, ProtocolError, Reader
+from collectors.kafka_protocol.typed_groups import TypedGroupReader, flexible_requests, read_each_broker
 from collectors.share_groups import requests as messages
 
 log = logging.getLogger(__name__)
@@ -50,21 +46,18 @@ def read_share_groups(
 ) -> ShareGroupsRead:
     """Every broker's share groups (those `group_allowed` passes), described with their offsets."""
     read = ShareGroupsRead()
-    for host, port in brokers:
-        try:
-            with BrokerConnection(host, port, CLIENT_ID, deadline, security) as connection:
-                _read_broker(connection, group_allowed, software_version, read)
-        except (OSError, ProtocolError, BrokerError, SecurityRefused) as exc:  # OSError: refused, reset, timed out
-            read.errors.append(f"share groups on {host}:{port}: {exc}")
+
+    def read_one(connection: BrokerConnection) -> None:
+        _read_broker(connection, group_allowed, software_version, read)
+
+    read.errors += read_each_broker(brokers, (CLIENT_ID, deadline, security), read_one, "share groups")
     return read
 
 
 def _read_broker(
     connection: BrokerConnection, group_allowed: Callable[[str], bool], software_version: str, read: ShareGroupsRead
 ) -> None:
-    def ask(key: int, version: int, body: bytes) -> Reader:
-        return connection.request(key, version, body, flexible=True)  # every version sent here is flexible
-
+    ask = flexible_requests(connection)
     m = messages
     offsets_version = _usable_offsets_version(api_versions(connection, software_version))
     if offsets_version is None:
@@ -95,41 +88,23 @@ def _usable_offsets_version(versions: dict[int, tuple[int, int]]) -> int | None:
     return newest_common_version(versions, m.DESCRIBE_SHARE_GROUP_OFFSETS, m.OFFSETS_VERSIONS)
 
 
-class ShareGroupReader:
-    """The admin collector's share-group step: runs beside the rest of the cycle (its own thread,
-    so the cycle's other steps do not eat its time), and says once why it cannot read (a security
-    setting its client cannot use, no share groups on the cluster) instead of every cycle."""
+class ShareGroupReader(TypedGroupReader[ShareGroupsRead]):
+    """The admin collector's share-group step (collectors/kafka_protocol/typed_groups.py)."""
 
-    def __init__(
-        self, name: str, client_settings: dict[str, Any], group_allowed: Callable[[str], bool], *, cluster: str
-    ) -> None:
-        self._name = name
-        self._group_allowed = group_allowed
-        self._security, self._unsupported = ClientSecurity.or_reason(cluster, client_settings)
-        self._step: CycleStep[ShareGroupsRead] = CycleStep(name, "share-groups", log)
+    kind = "share groups"
+    describe_api = "ShareGroupDescribe"
+    logger = log
 
-    def close(self) -> None:
-        self._step.close()
+    def _read_brokers(
+        self, brokers: list[tuple[str, int]], deadline: float, security: ClientSecurity
+    ) -> ShareGroupsRead:
+        return read_share_groups(brokers, self._group_allowed, deadline, security=security)
 
-    def begin(self, metadata: Any, deadline: float) -> Callable[[], ShareGroupsRead]:
-        """Start this cycle's reading; the returned call waits for it (until the deadline)."""
-        return self._step.begin(lambda: self.read(metadata, deadline), deadline, _timed_out)
+    def _empty(self) -> ShareGroupsRead:
+        return ShareGroupsRead()
 
-    def read(self, metadata: Any, deadline: float) -> ShareGroupsRead:
-        """This cycle's share groups, from the brokers the cycle's cluster metadata names."""
-        if self._security is None:
-            self._step.say(f"share groups not read: {self._unsupported}")
-            return ShareGroupsRead()
-        brokers = [(b.host, b.port) for _, b in sorted(metadata.brokers.items())]
-        started = time.monotonic()
-        read = read_share_groups(brokers, self._group_allowed, deadline, security=self._security)
-        if brokers and read.without_share_groups == len(brokers):
-            self._step.say("share groups not read: the brokers do not speak ShareGroupDescribe (no share groups)")
-        else:
-            self._step.reading_again()
-        log.debug("%s: %d share groups in %.3f s", self._name, len(read.descriptions), time.monotonic() - started)
-        return read
+    def _timed_out(self) -> ShareGroupsRead:
+        return ShareGroupsRead(errors=["share groups: not read within the timeout"])
 
-
-def _timed_out() -> ShareGroupsRead:
-    return ShareGroupsRead(errors=["share groups: not read within the timeout"])
+    def _unspoken(self, read: ShareGroupsRead) -> int:
+        return read.without_share_groups

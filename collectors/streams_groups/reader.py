@@ -14,16 +14,13 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.cycle_step import CycleStep
 from collectors.kafka_protocol.api_versions import api_versions, newest_common_version
 from collectors.kafka_protocol.connection import PLAINTEXT, BrokerConnection, ClientSecurity
-from collectors.kafka_protocol.security import SecurityRefused
-from collectors.kafka_protocol.wire import BrokerError, ProtocolError, Reader
+from collectors.kafka_protocol.typed_groups import TypedGroupReader, flexible_requests, read_each_broker
 from collectors.streams_groups import requests as messages
 
 log = logging.getLogger(__name__)
@@ -50,21 +47,18 @@ def read_streams_groups(
 ) -> StreamsGroupsRead:
     """Every broker's streams groups (those `group_allowed` passes), described."""
     read = StreamsGroupsRead()
-    for host, port in brokers:
-        try:
-            with BrokerConnection(host, port, CLIENT_ID, deadline, security) as connection:
-                _read_broker(connection, group_allowed, software_version, read)
-        except (OSError, ProtocolError, BrokerError, SecurityRefused) as exc:  # OSError: refused, reset, timed out
-            read.errors.append(f"streams groups on {host}:{port}: {exc}")
+
+    def read_one(connection: BrokerConnection) -> None:
+        _read_broker(connection, group_allowed, software_version, read)
+
+    read.errors += read_each_broker(brokers, (CLIENT_ID, deadline, security), read_one, "streams groups")
     return read
 
 
 def _read_broker(
     connection: BrokerConnection, group_allowed: Callable[[str], bool], software_version: str, read: StreamsGroupsRead
 ) -> None:
-    def ask(key: int, version: int, body: bytes) -> Reader:
-        return connection.request(key, version, body, flexible=True)  # every version sent here is flexible
-
+    ask = flexible_requests(connection)
     m = messages
     if not _speaks_streams_groups(api_versions(connection, software_version)):
         read.without_streams_groups += 1
@@ -87,36 +81,33 @@ def _speaks_streams_groups(versions: dict[int, tuple[int, int]]) -> bool:
     return all(newest_common_version(versions, key, (version,)) is not None for key, version in needed)
 
 
-class StreamsGroupReader:
-    """The admin collector's streams-group step: runs beside the rest of the cycle (its own thread),
-    and says once why it cannot read instead of every cycle. It also hands the admin cycle the
-    streams group ids whose offsets to fetch (`group_ids`), without making the cycle wait on a
-    slow broker past a bound."""
+class StreamsGroupReader(TypedGroupReader[StreamsGroupsRead]):
+    """The admin collector's streams-group step (collectors/kafka_protocol/typed_groups.py). It also
+    hands the admin cycle the streams group ids whose offsets to fetch (`group_ids`), without
+    making the cycle wait on a slow broker past a bound."""
+
+    kind = "streams groups"
+    describe_api = "StreamsGroupDescribe"
+    logger = log
 
     def __init__(
         self, name: str, client_settings: dict[str, Any], group_allowed: Callable[[str], bool], *, cluster: str
     ) -> None:
-        self._name = name
-        self._group_allowed = group_allowed
-        self._security, self._unsupported = ClientSecurity.or_reason(cluster, client_settings)
-        self._step: CycleStep[StreamsGroupsRead] = CycleStep(name, "streams-groups", log)
+        super().__init__(name, client_settings, group_allowed, cluster=cluster)
         self._read_done = threading.Event()
         self._group_ids: frozenset[str] = frozenset()
 
-    def close(self) -> None:
-        self._step.close()
-
     def begin(self, metadata: Any, deadline: float) -> Callable[[], StreamsGroupsRead]:
-        """Start this cycle's reading; the returned call waits for it (until the deadline)."""
         self._read_done.clear()
+        return super().begin(metadata, deadline)
 
-        def read() -> StreamsGroupsRead:
-            try:
-                return self.read(metadata, deadline)
-            finally:
-                self._read_done.set()
-
-        return self._step.begin(read, deadline, _timed_out)
+    def read(self, metadata: Any, deadline: float) -> StreamsGroupsRead:
+        try:
+            read = super().read(metadata, deadline)
+            self._group_ids = frozenset(read.descriptions)
+            return read
+        finally:
+            self._read_done.set()
 
     def group_ids(self, wait_s: float) -> frozenset[str]:
         """The streams groups of this cycle's reading, waiting for it up to `wait_s`; the previous
@@ -124,22 +115,16 @@ class StreamsGroupReader:
         self._read_done.wait(max(wait_s, 0.0))
         return self._group_ids
 
-    def read(self, metadata: Any, deadline: float) -> StreamsGroupsRead:
-        """This cycle's streams groups, from the brokers the cycle's cluster metadata names."""
-        if self._security is None:
-            self._step.say(f"streams groups not read: {self._unsupported}")
-            return StreamsGroupsRead()
-        brokers = [(b.host, b.port) for _, b in sorted(metadata.brokers.items())]
-        started = time.monotonic()
-        read = read_streams_groups(brokers, self._group_allowed, deadline, security=self._security)
-        self._group_ids = frozenset(read.descriptions)
-        if brokers and read.without_streams_groups == len(brokers):
-            self._step.say("streams groups not read: the brokers do not speak StreamsGroupDescribe (no streams groups)")
-        else:
-            self._step.reading_again()
-        log.debug("%s: %d streams groups in %.3f s", self._name, len(read.descriptions), time.monotonic() - started)
-        return read
+    def _read_brokers(
+        self, brokers: list[tuple[str, int]], deadline: float, security: ClientSecurity
+    ) -> StreamsGroupsRead:
+        return read_streams_groups(brokers, self._group_allowed, deadline, security=security)
 
+    def _empty(self) -> StreamsGroupsRead:
+        return StreamsGroupsRead()
 
-def _timed_out() -> StreamsGroupsRead:
-    return StreamsGroupsRead(errors=["streams groups: not read within the timeout"])
+    def _timed_out(self) -> StreamsGroupsRead:
+        return StreamsGroupsRead(errors=["streams groups: not read within the timeout"])
+
+    def _unspoken(self, read: StreamsGroupsRead) -> int:
+        return read.without_streams_groups
