@@ -22,25 +22,14 @@ from collectors.base import SampleFactory
 from collectors.kafka_protocol.wire import error_name
 from collectors.share_groups.reader import ShareGroupsRead
 from collectors.share_groups.requests import ShareGroupDescription, ShareGroupOffsets, ShareMember
-from lagwatch.membership import (
-    GROUP_MEMBERS_METRIC,
-    GROUP_STATE_CODE,
-    GROUP_STATE_METRIC,
-    GROUP_TYPE_CODE,
-    GROUP_TYPE_METRIC,
-    PARTITION_ASSIGNED_METRIC,
-)
+from collectors.typed_group_samples import SOURCE, group_error, membership_samples
 from lagwatch.samples import Sample
-from lagwatch.vocabulary import SHARE_LAG_METRIC, SHARE_START_METRIC, Source
-
-SOURCE = Source.ADMIN
+from lagwatch.vocabulary import SHARE_LAG_METRIC, SHARE_START_METRIC
 
 
 def share_group_error(group_id: str, code: int, message: str | None) -> str | None:
     """The cycle's error line for a group answered with an error code (None: no error)."""
-    if not code:
-        return None
-    return f"share group {group_id}: {error_name(code)}" + (f" ({message})" if message else "")
+    return group_error("share group", group_id, code, message)
 
 
 def share_offset_samples(
@@ -70,23 +59,8 @@ def share_membership_samples(
     description: ShareGroupDescription, topic_allowed: Callable[[str], bool], ts: int, make: SampleFactory
 ) -> list[Sample]:
     """State code, member count and one owner per assigned partition."""
-    group_id = description.group_id
-    code = GROUP_STATE_CODE.get(description.state, GROUP_STATE_CODE["Unknown"])
-    samples = [
-        make(ts=ts, source=SOURCE, metric=GROUP_STATE_METRIC, kind="gauge", value=code, group_id=group_id),
-        make(ts=ts, source=SOURCE, metric=GROUP_MEMBERS_METRIC, kind="gauge", value=len(description.members),
-             group_id=group_id),
-        make(ts=ts, source=SOURCE, metric=GROUP_TYPE_METRIC, kind="gauge", value=GROUP_TYPE_CODE["share"],
-             group_id=group_id),
-    ]  # fmt: skip
-    for (topic, partition), member in sorted(_owners(description.members).items()):
-        if topic_allowed(topic):
-            samples.append(
-                make.member(ts=ts, source=SOURCE, metric=PARTITION_ASSIGNED_METRIC, kind="gauge", value=1,
-                            group_id=group_id, topic=topic, partition=partition, client_id=member.client_id,
-                            member_id=member.member_id, host=member.host)
-            )  # fmt: skip
-    return samples
+    d = description
+    return membership_samples(d.group_id, d.state, len(d.members), "share", _owners(d.members), topic_allowed, ts, make)
 
 
 def _owners(members: tuple[ShareMember, ...]) -> dict[tuple[str, int], ShareMember]:

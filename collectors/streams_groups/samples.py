@@ -22,28 +22,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from collectors.base import SampleFactory
-from collectors.kafka_protocol.wire import error_name
 from collectors.streams_groups.reader import StreamsGroupsRead
 from collectors.streams_groups.requests import StreamsGroupDescription, StreamsMember
-from lagwatch.membership import (
-    GROUP_MEMBERS_METRIC,
-    GROUP_STATE_CODE,
-    GROUP_STATE_METRIC,
-    GROUP_TYPE_CODE,
-    GROUP_TYPE_METRIC,
-    PARTITION_ASSIGNED_METRIC,
-)
+from collectors.typed_group_samples import group_error, membership_samples
 from lagwatch.samples import Sample
-from lagwatch.vocabulary import Source
-
-SOURCE = Source.ADMIN
 
 
 def streams_group_error(group_id: str, code: int, message: str | None) -> str | None:
     """The cycle's error line for a group answered with an error code (None: no error)."""
-    if not code:
-        return None
-    return f"streams group {group_id}: {error_name(code)}" + (f" ({message})" if message else "")
+    return group_error("streams group", group_id, code, message)
 
 
 def owners(description: StreamsGroupDescription) -> dict[tuple[str, int], StreamsMember]:
@@ -55,23 +42,8 @@ def streams_membership_samples(
     description: StreamsGroupDescription, topic_allowed: Callable[[str], bool], ts: int, make: SampleFactory
 ) -> list[Sample]:
     """State code, member count, type and one owner per partition an active task reads."""
-    group_id = description.group_id
-    code = GROUP_STATE_CODE.get(description.state, GROUP_STATE_CODE["Unknown"])
-    samples = [
-        make(ts=ts, source=SOURCE, metric=GROUP_STATE_METRIC, kind="gauge", value=code, group_id=group_id),
-        make(ts=ts, source=SOURCE, metric=GROUP_MEMBERS_METRIC, kind="gauge", value=len(description.members),
-             group_id=group_id),
-        make(ts=ts, source=SOURCE, metric=GROUP_TYPE_METRIC, kind="gauge", value=GROUP_TYPE_CODE["streams"],
-             group_id=group_id),
-    ]  # fmt: skip
-    for (topic, partition), member in sorted(owners(description).items()):
-        if topic_allowed(topic):
-            samples.append(
-                make.member(ts=ts, source=SOURCE, metric=PARTITION_ASSIGNED_METRIC, kind="gauge", value=1,
-                            group_id=group_id, topic=topic, partition=partition, client_id=member.client_id,
-                            member_id=member.member_id, host=member.host)
-            )  # fmt: skip
-    return samples
+    d = description
+    return membership_samples(d.group_id, d.state, len(d.members), "streams", owners(d), topic_allowed, ts, make)
 
 
 def streams_group_samples(
