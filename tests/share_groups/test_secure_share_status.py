@@ -41,20 +41,10 @@ from spark_jobs import job
 from tests.collectors.admin.test_admin import earliest_offset
 from tests.collectors.kafka_protocol.secure_users import scram_user
 from tests.collectors.share_groups.share_members import ShareMember
-from tests.spark_jobs.lake_workload import collect_then_roll_up, lake_rows
+from tests.spark_jobs.lake_workload import lake_rows
+from tests.spark_jobs.test_share_group_lake import INTERVAL_S, PRODUCED, judge_stall_then_stop
 
 CLUSTER = "secured-test"
-INTERVAL_S = 5.0
-CYCLES = 3
-PRODUCED, ACKNOWLEDGED = 1000, 300
-NEWEST_STATUS = (
-    "select status, rule, reason, group_state, members, group_type from group_status where group_id = ? "
-    "qualify row_number() over (order by updated_at desc) = 1"
-)
-NEWEST_LAG = (
-    "select lag, owner_client_id, group_type from lag_1m where group_id = ? "
-    "qualify row_number() over (order by window_start desc) = 1"
-)
 NEWEST_MARGIN = (
     "select retention_limit, retention_margin_s, retention_reason from lag_1m where group_id = ? "
     "qualify row_number() over (order by window_start desc) = 1"
@@ -133,25 +123,7 @@ def test_on_sasl_ssl_a_share_group_that_stops_acknowledging_is_stall_then_stop_w
     config = secured_config(secure_broker, broker, tmp_path, unique, collect)
     admin = secure_broker.client_settings(ADMIN_USER)
     member = ShareMember(secure_broker.bootstrap_servers, group, topic, "share-client", admin)
-    try:
-        member.acknowledge_first(ACKNOWLEDGED)
-        collect_then_roll_up(config, CYCLES)
-        stalled = lake_rows(config, NEWEST_STATUS, [group])
-        stalled_lag = lake_rows(config, NEWEST_LAG, [group])
-    finally:
-        member.close()
-    collect_then_roll_up(config, CYCLES)
-    stopped = lake_rows(config, NEWEST_STATUS, [group])
-    stopped_lag = lake_rows(config, NEWEST_LAG, [group])
-
-    assert stalled_lag == [(PRODUCED - ACKNOWLEDGED, "share-client", "share")]
-    [(status, rule, reason, state, members, group_type)] = stalled
-    assert (status, rule, state, members, group_type) == ("STALL", "stall_owned", "Stable", 1, "share"), reason
-    assert "while share-client on /127.0.0.1 owns it" in reason and f"lag {PRODUCED - ACKNOWLEDGED}" in reason
-
-    assert stopped_lag == [(PRODUCED - ACKNOWLEDGED, None, "share")]
-    [(status, rule, reason, state, members, group_type)] = stopped
-    assert (status, rule, state, members, group_type) == ("STOP", "stop_empty", "Empty", 0, "share"), reason
+    judge_stall_then_stop(config, member, group)
 
 
 def _firing(webhook_receiver: Any) -> list[tuple[str, str]]:

@@ -44,7 +44,11 @@ def test_a_share_group_that_stops_acknowledging_is_stall_then_stop_when_closed(
     kafka.create_topic(topic, 1)
     kafka.produce(topic, {0: PRODUCED})
     config = workload_config(make_config, prefix, INTERVAL_S, {})
-    member = ShareMember(broker.bootstrap_servers, group, topic, "share-client")
+    judge_stall_then_stop(config, ShareMember(broker.bootstrap_servers, group, topic, "share-client"), group)
+
+
+def judge_stall_then_stop(config: Config, member: ShareMember, group: str) -> None:
+    """The member acknowledges ACKNOWLEDGED of PRODUCED records and stays: STALL naming it; closed: STOP."""
     try:
         member.acknowledge_first(ACKNOWLEDGED)
         collect_then_roll_up(config, CYCLES)
