@@ -54,7 +54,7 @@ class Venv:
     def environment(self, **extra: str) -> dict[str, str]:
         """This process's environment without anything pointing at the checkout or another
         interpreter (PYTHONPATH, LAGWATCH_*, Spark's Python), this venv's bin/ first on PATH."""
-        env = {k: v for k, v in os.environ.items() if k not in FOREIGN_ENV and not k.startswith("LAGWATCH_")}
+        env = outside_environment()
         env["PATH"] = os.pathsep.join([str(self.path / "bin"), env.get("PATH", "/usr/bin:/bin")])
         return {**env, **extra}
 
@@ -154,11 +154,19 @@ def marked_processes(marker_env: str, marker: str) -> list[int]:
     return found
 
 
+def outside_environment() -> dict[str, str]:
+    """This process's environment without what points at the checkout or another interpreter.
+
+    Why pip needs it too: the Spark session fixture puts the checkout on PYTHONPATH, where pip
+    would find the checkout's own `lagwatch.egg-info` and call the wheel installed already."""
+    return {k: v for k, v in os.environ.items() if k not in FOREIGN_ENV and not k.startswith("LAGWATCH_")}
+
+
 def _try(command: list[str]) -> bool:
-    return subprocess.run(command, capture_output=True).returncode == 0
+    return subprocess.run(command, capture_output=True, env=outside_environment()).returncode == 0
 
 
 def _run(command: list[str], what: str) -> None:
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, env=outside_environment())
     if done.returncode != 0:
         raise InstallError(f"{what} failed ({done.returncode}): {done.stdout[-2000:]}{done.stderr[-4000:]}")
