@@ -272,15 +272,18 @@ def _group_unit(group: _Group) -> _Unit:
     return _Unit(series, write)
 
 
+#: (metric family, group_status column) of the rebalance series.
+_REBALANCE_FAMILIES = (
+    ("lagwatch_consumergroup_rebalances", "rebalances"),
+    ("lagwatch_consumergroup_rebalancing_seconds", "rebalancing_s"),
+)
+
+
 def _rebalance_values(status_row: dict[str, Any] | None) -> list[tuple[str, Any]]:
     """The group_status row's rebalances and rebalancing seconds, those it has (NULL in older rows)."""
     if status_row is None:
         return []
-    families = (
-        ("lagwatch_consumergroup_rebalances", "rebalances"),
-        ("lagwatch_consumergroup_rebalancing_seconds", "rebalancing_s"),
-    )
-    return [(family, status_row[column]) for family, column in families if status_row.get(column) is not None]
+    return [(f, status_row[column]) for f, column in _REBALANCE_FAMILIES if status_row.get(column) is not None]
 
 
 def _group_topic_units(group: _Group) -> list[_Unit]:

@@ -245,7 +245,7 @@ def _doc_table(home: Home) -> list[str]:
         if need.home != home:
             continue
         resource = "cluster" if need.resource == "cluster" else f"{need.resource} {_doc_name(need)}"
-        when = "always" if need.when == "always" else f"{FEATURES[need.when].switch}"
+        when = "always" if need.when == "always" else FEATURES[need.when].switch
         if need.if_missing:
             when += ", while the topic does not exist"
         lines.append(f"| {need.operation} | {resource} | {when} | {need.why} |")

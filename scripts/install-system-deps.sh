@@ -15,6 +15,7 @@ if [ "$profile" = "test" ]; then
   command -v prometheus-alertmanager >/dev/null 2>&1 || need+=(prometheus-alertmanager)
   command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
   command -v podman-compose >/dev/null 2>&1 || need+=(podman-compose)
+  command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
 fi
 if [ "$profile" = "test" ] || [ "$profile" = "image" ]; then
   command -v podman >/dev/null 2>&1 || need+=(podman runc)

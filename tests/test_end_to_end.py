@@ -32,7 +32,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from harness.broker_names import BrokerNames, broker_names
+from harness.broker_names import OWN_PREFIXES, BrokerNames, added_since, broker_names
 from harness.local_stack import stack_logs
 from harness.real_kafka import RealKafkaBroker
 from harness.webhook_receiver import WebhookReceiver
@@ -223,11 +223,11 @@ def _assert_up_added_only_its_own(bootstrap: str, before: BrokerNames, log: Path
     """On a configured cluster `up` ran no demo: after many collector cycles the broker holds only
     what was there before plus Lagwatch's own `lagwatch.*` topics (and Kafka's internal ones) and
     Lagwatch's own consumer groups."""
-    after = broker_names(bootstrap)
-    new_topics, new_groups = after.topics - before.topics, after.groups - before.groups
+    added = added_since(before, bootstrap)
+    new_topics, new_groups = added.topics, added.groups
     assert "lagwatch.samples" in new_topics, new_topics
     assert all(t.startswith(("lagwatch.", "__")) for t in new_topics), new_topics
-    own = {g for g in new_groups if g == COORDINATION_GROUP or g.startswith(("lagwatch.", "lagwatch-"))}
+    own = {g for g in new_groups if g == COORDINATION_GROUP or g.startswith(OWN_PREFIXES)}
     assert new_groups == own and not any(g.startswith(DEMO_PREFIX) for g in new_groups), new_groups
     text = log.read_text()
     assert "no demo: cluster e2e is a configured cluster" in text and "demo ready" not in text, text[-3000:]

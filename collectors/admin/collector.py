@@ -63,7 +63,6 @@ from collectors.admin.samples import (
 )
 from collectors.admin.topic_configs import NOT_REPORTED, TopicConfigReader, retention_samples
 from collectors.base import SampleFactory, ScrapeResult
-from collectors.commit_log.reader import TOPIC as COMMIT_LOG_TOPIC
 from collectors.commit_log.reader import (
     CommitLogReader,
     commit_samples,
@@ -79,7 +78,7 @@ from collectors.streams_groups.reader import StreamsGroupReader
 from collectors.streams_groups.samples import streams_group_samples
 from lagwatch.config import ClusterConfig, Config
 from lagwatch.gc_pause import cyclic_gc_paused
-from lagwatch.kafka import cluster_client_config
+from lagwatch.kafka import COMMIT_LOG_TOPIC, cluster_client_config
 from lagwatch.samples import Sample
 from lagwatch.vocabulary import GROUP_LOG_START_METRIC, GROUP_SIZE_METRIC
 

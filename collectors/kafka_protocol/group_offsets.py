@@ -62,10 +62,9 @@ class GroupCommits:
     error: str | None = None
 
 
-def error_text(code: int, message: str | None = None) -> str:
+def error_text(code: int) -> str:
     """A group error as the admin collector words librdkafka's (GROUP_AUTHORIZATION_FAILED: Broker: …)."""
-    text = f"{error_name(code)}: {KafkaError(code).str()}"
-    return f"{text} ({message})" if message else text
+    return f"{error_name(code)}: {KafkaError(code).str()}"
 
 
 @dataclass

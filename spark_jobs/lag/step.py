@@ -433,6 +433,8 @@ def _group_row(
         for where, track in tracks.items()
         if track.window_ts and track.last_ts_ms >= recent_ms  # only commits or waiting halves: no report yet
     ]
+    if not reports:
+        return None
     rebalances = owned.rebalances(recent_ms, newest) if owned is not None else 0
     facts = GroupFacts(
         partial(_owner, rows, group_key, tracks),
@@ -442,8 +444,6 @@ def _group_row(
         _storm(owned, newest, lag_config),
         lag_config.rebalance_storm_window_s,
     )
-    if not reports:
-        return None
     summary = summarize_group(reports, facts)
     state, members = owned.group_at(newest, rows.readings, group_key) if owned is not None else (None, None)
     row = {

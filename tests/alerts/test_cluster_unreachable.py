@@ -45,9 +45,7 @@ def firing(webhook_receiver: Any) -> list[tuple[str, str, str]]:
     """(alertname, cluster, group_id) of every firing alert delivered."""
     return sorted(
         (a["labels"]["alertname"], a["labels"]["cluster"], a["labels"].get("group_id", ""))
-        for request in webhook_receiver.received()
-        for a in request.json()["alerts"]
-        if a["status"] == "firing"
+        for a in webhook_receiver.alerts()
     )
 
 

@@ -45,7 +45,7 @@ def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
 
 
 def _firing(webhook_receiver: Any) -> list[dict[str, str]]:
-    return [a["labels"] for r in webhook_receiver.received() for a in r.json()["alerts"] if a["status"] == "firing"]
+    return [alert["labels"] for alert in webhook_receiver.alerts()]
 
 
 def _events(config: Any, event: str) -> list[str]:

@@ -128,12 +128,8 @@ def test_on_sasl_ssl_a_share_group_that_stops_acknowledging_is_stall_then_stop_w
 
 def _firing(webhook_receiver: Any) -> list[tuple[str, str]]:
     """(group_id, summary) of every RetentionMarginLow alert sent firing."""
-    return [
-        (alert["labels"]["group_id"], alert["annotations"]["summary"])
-        for request in webhook_receiver.received()
-        for alert in request.json()["alerts"]
-        if alert["labels"]["alertname"] == "RetentionMarginLow" and alert["status"] == "firing"
-    ]
+    alerts = webhook_receiver.alerts(alertname="RetentionMarginLow")
+    return [(alert["labels"]["group_id"], alert["annotations"]["summary"]) for alert in alerts]
 
 
 @pytest.mark.slow

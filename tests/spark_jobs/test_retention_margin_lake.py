@@ -67,8 +67,7 @@ def _produce_keyed(bootstrap: str, topic: str, count: int) -> None:
 
 
 def _summaries(webhook_receiver: Any) -> list[str]:
-    return [alert["annotations"]["summary"] for request in webhook_receiver.received()
-            for alert in request.json()["alerts"] if alert["status"] == "firing"]  # fmt: skip
+    return [alert["annotations"]["summary"] for alert in webhook_receiver.alerts()]
 
 
 def _summary_of(webhook_receiver: Any, topic: str) -> str:
@@ -76,12 +75,7 @@ def _summary_of(webhook_receiver: Any, topic: str) -> str:
 
 
 def _firing(webhook_receiver: Any) -> set[str]:
-    return {
-        alert["labels"]["group_id"]
-        for request in webhook_receiver.received()
-        for alert in request.json()["alerts"]
-        if alert["labels"]["alertname"] == "RetentionMarginLow" and alert["status"] == "firing"
-    }
+    return {alert["labels"]["group_id"] for alert in webhook_receiver.alerts(alertname="RetentionMarginLow")}
 
 
 @pytest.mark.slow
