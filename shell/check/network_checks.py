@@ -6,10 +6,11 @@ no HTTP request, so no receiver ever gets a test page.
 
 from __future__ import annotations
 
+import os
 import socket
 from urllib.parse import urlsplit
 
-from lagwatch.config import ClusterConfig, Config
+from lagwatch.config import ClusterConfig, Config, ConfigError
 from lagwatch.config.alerts import AlertReceiver
 from lagwatch.config.jmx import JmxTarget
 from shell.check.outcome import Outcome
@@ -62,7 +63,11 @@ def jmx_outcome(config: Config, cluster: ClusterConfig, target: JmxTarget) -> Ou
 def receiver_outcome(receiver: AlertReceiver) -> Outcome:
     subject = f"receiver {receiver.name}"
     try:
-        host, port = url_address(receiver.url)
+        url = receiver.target_url(os.environ)
+    except ConfigError as exc:  # url_env names a variable that is not set
+        return Outcome("FAIL", subject, str(exc), f"export {receiver.url_env} where Lagwatch runs")
+    try:
+        host, port = url_address(url)
     except ValueError as exc:
         return Outcome("FAIL", subject, str(exc), "fix its url in [[alerts.receivers]]")
     error = connect_error(host, port)

@@ -32,6 +32,7 @@ from lagwatch.config import Config, parse_config
 from lagwatch.java import JDK_FIX, java_major
 from shell.broker import free_port
 from shell.check.kafka_checks import release
+from shell.check.network_checks import receiver_outcome
 
 CLUSTER = "secured"
 
@@ -244,3 +245,18 @@ def test_a_refused_login_is_named_with_its_fix(
     )
     assert re.search(refused, proc.stdout, re.M), proc.stdout
     assert f"SKIP acl {CLUSTER}: not checked: cluster {CLUSTER} did not answer" in proc.stdout
+
+
+def test_a_receiver_url_from_the_environment_is_checked_where_it_points(
+    webhook_receiver: WebhookReceiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    receivers = [{"name": "chat", "type": "slack", "url_env": "LAGWATCH_TEST_CHAT_URL"}]
+    config = parse_config({"alerts": {"receivers": receivers}}, environ={})
+    [receiver] = config.alerts.receivers
+
+    monkeypatch.delenv("LAGWATCH_TEST_CHAT_URL", raising=False)
+    unset = receiver_outcome(receiver)
+    assert (unset.status, unset.fix) == ("FAIL", "export LAGWATCH_TEST_CHAT_URL where Lagwatch runs"), unset
+
+    monkeypatch.setenv("LAGWATCH_TEST_CHAT_URL", webhook_receiver.url)
+    assert receiver_outcome(receiver).status == "PASS"
