@@ -48,13 +48,13 @@ from collectors.admin.requests import (
 )
 from collectors.admin.samples import (
     SOURCE,
+    GroupStateSamples,
     LagCounts,
     NameFilter,
     cluster_samples,
     described_state_code,
     group_offset_samples,
     group_partition_samples,
-    group_state_samples,
     group_type_code,
     known_state_code,
     partition_offset_samples,
@@ -80,7 +80,7 @@ from lagwatch.config import ClusterConfig, Config
 from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.kafka import COMMIT_LOG_TOPIC, cluster_client_config
 from lagwatch.samples import Sample
-from lagwatch.vocabulary import GROUP_LOG_START_METRIC, GROUP_SIZE_METRIC
+from lagwatch.vocabulary import GROUP_SIZE_METRIC
 
 log = logging.getLogger(__name__)
 
@@ -235,12 +235,11 @@ class AdminCollector:
             self._topic_ids.name_unknown(admin, reader, list(existing), request_timeout(deadline))
             samples.extend(membership_samples(reader.drain_changes(), make))
             samples.extend(skipped_samples(ts, make, reader.skipped))
-            offsets = self._commit_log_offsets(cycle, reader, ends, existing)
+            offsets = self._commit_log_offsets(cycle, reader, ends, starts, existing)
         else:
             streams_ids = self._streams_groups.group_ids((cycle.deadline - time.monotonic()) / 2)  # not listed
-            offsets = self._group_offsets(cycle, metadata, sorted(listings.keys() | streams_ids), ends)
+            offsets = self._group_offsets(cycle, metadata, sorted(listings.keys() | streams_ids), ends, starts)
         samples.extend(offsets)
-        samples.extend(group_partition_samples(GROUP_LOG_START_METRIC, offsets, starts, ts, make))
         sizes = sizes_read()
         samples.extend(group_partition_samples(GROUP_SIZE_METRIC, offsets, sizes.sizes, ts, make))
         for line in sizes.errors:
@@ -314,9 +313,9 @@ class AdminCollector:
         }
 
     def _group_offsets(
-        self, cycle: _Cycle, metadata: Any, group_ids: list[str], ends: dict[tuple[str, int], int]
+        self, cycle: _Cycle, metadata: Any, group_ids: list[str], ends: Offsets, starts: Offsets
     ) -> list[Sample]:
-        """Committed offsets and lag, turned into samples as each group's answer arrives."""
+        """Committed offsets, lag and log starts, turned into samples as each group's answer arrives."""
         concurrency = self._config.collect.admin_concurrency
         reads = self._committed.read(cycle.admin, metadata, group_ids, concurrency, cycle.deadline)
         samples: list[Sample] = []
@@ -333,6 +332,7 @@ class AdminCollector:
                     cycle.ts,
                     cycle.make,
                     cycle.counts,
+                    starts,
                 )
             )
         for line in cycle.counts.partition_errors:
@@ -389,9 +389,10 @@ class AdminCollector:
             log.info("%s: the commit log reader is behind the log end; this cycle uses what it read", self.name)
 
     def _commit_log_offsets(
-        self, cycle: _Cycle, reader: CommitLogReader, ends: dict[tuple[str, int], int], existing: Collection[str]
+        self, cycle: _Cycle, reader: CommitLogReader, ends: Offsets, starts: Offsets, existing: Collection[str]
     ) -> list[Sample]:
-        """committed_offset and consumer_lag per group-partition from the latest commits, no OffsetFetch.
+        """committed_offset, consumer_lag and group_log_start_offset per group-partition from the latest
+        commits, no OffsetFetch.
 
         Commits to a topic deleted since are left out, as OffsetFetch leaves them out: the log
         keeps them until the group's offsets expire, but no consumer can act on them.
@@ -401,7 +402,7 @@ class AdminCollector:
             partitions = [tp for tp in committed if tp.topic in existing]
             samples.extend(
                 group_offset_samples(
-                    group_id, partitions, ends, self._topic_allowed, cycle.ts, cycle.make, cycle.counts
+                    group_id, partitions, ends, self._topic_allowed, cycle.ts, cycle.make, cycle.counts, starts
                 )
             )
         return samples
@@ -422,18 +423,17 @@ class AdminCollector:
                     f"consumer_group_state: {described.unfinished} group(s) not described within the timeout"
                 )
         samples: list[Sample] = []
+        state_samples = GroupStateSamples(cycle.ts, cycle.make)
         for group_id, (listed_state, listed_type) in listings.items():
             description = described.answers.get(group_id)
             state = described_state_code(description) if description is not None else None
             members = len(description.members or []) if description is not None else None
             group_type = group_type_code(description.type) if description is not None else None
             samples.extend(
-                group_state_samples(
+                state_samples(
                     group_id,
                     listed_state if state is None else state,
                     members,
-                    cycle.ts,
-                    cycle.make,
                     listed_type if group_type is None else group_type,
                 )
             )

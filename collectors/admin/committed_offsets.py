@@ -76,6 +76,8 @@ class CommittedOffsetReader:
         self._name = name
         self._security, self._unsupported = ClientSecurity.or_reason(cluster, client_settings)
         self._said: str | None = None
+        #: Each group's coordinator as last found (GroupOffsetsRead.coordinators), for the listed groups.
+        self._coordinators: dict[str, tuple[str, int]] = {}
 
     def read(
         self, admin: AdminClient, metadata: Any, group_ids: list[str], limit: int, deadline: float
@@ -85,7 +87,9 @@ class CommittedOffsetReader:
         reason, level = self._unsupported, logging.INFO
         if self._security is not None and PROTOCOL_CLIENT and group_ids:
             brokers = [(b.host, b.port) for _, b in sorted(metadata.brokers.items())]
-            read = GroupOffsetsRead(brokers, group_ids, deadline, self._security)
+            wanted = set(group_ids)  # deleted groups' coordinators are not kept forever
+            self._coordinators = {g: a for g, a in self._coordinators.items() if g in wanted}
+            read = GroupOffsetsRead(brokers, group_ids, deadline, self._security, coordinators=self._coordinators)
             try:
                 reads = _ProtocolReads(read.open())
                 self._say(None, level)

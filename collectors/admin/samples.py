@@ -55,7 +55,7 @@ from lagwatch.membership import (
     PARTITION_PENDING_METRIC,
 )
 from lagwatch.samples import Sample, label_text
-from lagwatch.vocabulary import Source
+from lagwatch.vocabulary import GROUP_LOG_START_METRIC, Source
 
 SOURCE = Source.ADMIN
 MAX_CACHED_NAMES = 200_000
@@ -189,14 +189,18 @@ def group_offset_samples(
     ts: int,
     make: SampleFactory,
     counts: LagCounts,
+    starts: dict[tuple[str, int], int] | None = None,
 ) -> list[Sample]:
-    """committed_offset and consumer_lag per partition of one group (see module doc for the rules).
+    """committed_offset and consumer_lag per partition of one group (see module doc for the rules),
+    and `group_log_start_offset` where `starts` has the partition's log start.
 
-    The hot path of a big cluster (two samples per committed offset): each partition's labels
-    are formatted once for both its samples, and each metric's checks are done once per group.
+    The hot path of a big cluster (three samples per committed offset): each partition's labels
+    are formatted once for all its samples, and each metric's checks are done once per group.
     """
     committed_offset = make.metric(ts=ts, source=SOURCE, metric="committed_offset", kind="counter")
     consumer_lag = make.metric(ts=ts, source=SOURCE, metric="consumer_lag", kind="gauge")
+    log_start = make.metric(ts=ts, source=SOURCE, metric=GROUP_LOG_START_METRIC, kind="gauge")
+    starts = starts or {}
     samples: list[Sample] = []
     append = samples.append
     for tp in partitions:
@@ -211,6 +215,9 @@ def group_offset_samples(
             continue
         labels = label_text(None, topic, partition, group_id, None)
         append(committed_offset(committed, labels, None, topic, partition, group_id))
+        start = starts.get((topic, partition))
+        if start is not None:
+            append(log_start(start, labels, None, topic, partition, group_id))
         end = ends.get((topic, partition))
         if end is None:
             counts.no_end_offset += 1
@@ -228,11 +235,13 @@ def group_offset_samples(
 def group_partition_samples(
     metric: str, offsets: list[Sample], readings: dict[tuple[str, int], int], ts: int, make: SampleFactory
 ) -> list[Sample]:
-    """One `metric` gauge per cycle committed_offset sample whose partition has a reading:
-    `group_log_start_offset` (log starts), `group_partition_size_bytes` (sizes).
+    """One `metric` gauge per cycle committed_offset sample whose partition has a reading, e.g.
+    `group_partition_size_bytes` (sizes, known only after the offsets' samples are built).
 
     Built like the committed offsets (:class:`MetricSamples`): one sample per group-partition a cycle.
     """
+    if not readings:  # the usual case for sizes: no size-limited topic, so no pass over every sample
+        return []
     gauge = make.metric(ts=ts, source=SOURCE, metric=metric, kind="gauge")
     return [
         gauge(value, label_text(None, s.topic, s.partition, s.group_id, None), None, s.topic, s.partition, s.group_id)
@@ -242,16 +251,26 @@ def group_partition_samples(
     ]  # fmt: skip
 
 
-def group_state_samples(
-    group_id: str, state: int | None, members: int | None, ts: int, make: SampleFactory, group_type: int | None = None
-) -> list[Sample]:
-    """State code, member count and type code, each only when the broker reported it."""
-    readings = ((GROUP_STATE_METRIC, state), (GROUP_MEMBERS_METRIC, members), (GROUP_TYPE_METRIC, group_type))
-    return [
-        make(ts=ts, source=SOURCE, metric=metric, kind="gauge", value=value, group_id=group_id)
-        for metric, value in readings
-        if value is not None
-    ]
+class GroupStateSamples:
+    """State code, member count and type code of each group in one cycle, each only when the broker
+    reported it: built like the committed offsets (:class:`MetricSamples`), since a big cluster
+    has thousands of groups a cycle."""
+
+    def __init__(self, ts: int, make: SampleFactory) -> None:
+        self._makers = [
+            make.metric(ts=ts, source=SOURCE, metric=metric, kind="gauge")
+            for metric in (GROUP_STATE_METRIC, GROUP_MEMBERS_METRIC, GROUP_TYPE_METRIC)
+        ]
+
+    def __call__(
+        self, group_id: str, state: int | None, members: int | None, group_type: int | None = None
+    ) -> list[Sample]:
+        labels = label_text(None, None, None, group_id, None)
+        return [
+            maker(value, labels, None, None, None, group_id)
+            for maker, value in zip(self._makers, (state, members, group_type), strict=True)
+            if value is not None
+        ]
 
 
 def partition_owner_samples(

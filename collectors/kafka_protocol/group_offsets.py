@@ -84,9 +84,14 @@ class GroupOffsetsRead:
     security: ClientSecurity = PLAINTEXT
     software_version: str = "0"
     require_stable: bool = False
+    #: Each group's coordinator as last found, kept by the caller across cycles: a coordinator
+    #: rarely moves, and a group whose did answers NOT_COORDINATOR and is looked up again.
+    coordinators: dict[str, tuple[str, int]] = field(default_factory=dict)
     unfinished: list[str] = field(default_factory=list)
     _connections: dict[tuple[str, int], BrokerConnection] = field(default_factory=dict)
     _answered: set[str] = field(default_factory=set)
+    #: Groups whose remembered coordinator could not be reached once this cycle (looked up again).
+    _failed: set[str] = field(default_factory=set)
     _bootstrap: tuple[str, int] = ("", 0)
     _versions: _Versions | None = None
 
@@ -145,26 +150,35 @@ class GroupOffsetsRead:
             self.unfinished = [g for g in self.group_ids if g not in self._answered]
 
     def _round(self, group_ids: list[str], retry: list[str]) -> Iterator[GroupCommits]:
-        """One lookup of every coordinator, then an OffsetFetch per coordinator and chunk;
-        groups to ask again go to `retry`."""
+        """One lookup of every coordinator not known yet, then an OffsetFetch per coordinator and
+        chunk; groups to ask again go to `retry` (and are looked up again)."""
+        by_coordinator: dict[tuple[str, int], list[str]] = {}
+        unknown = []
+        for group_id in group_ids:
+            address = self.coordinators.get(group_id)
+            if address is None:
+                unknown.append(group_id)
+            else:
+                by_coordinator.setdefault(address, []).append(group_id)
         try:
-            coordinators = self._coordinators(group_ids)
+            coordinators = self._coordinators(unknown) if unknown else []
         except TimeoutError:
             raise  # the deadline, not the broker: __iter__ stops there
         except (OSError, ProtocolError, SecurityRefused) as exc:  # refused, reset, a failed login
             self._drop(self._bootstrap)
             where = f"FindCoordinator on {self._bootstrap[0]}:{self._bootstrap[1]}: {exc}"
-            for group_id in group_ids:
+            for group_id in unknown:
                 yield self._done(GroupCommits(group_id, [], where))
-            return
-        by_coordinator: dict[tuple[str, int], list[str]] = {}
+            coordinators = []
         for coordinator in coordinators:
             if coordinator.error_code in RETRIED:
                 retry.append(coordinator.key)
             elif coordinator.error_code:
                 yield self._done(GroupCommits(coordinator.key, [], error_text(coordinator.error_code)))
             else:
-                by_coordinator.setdefault((coordinator.host, coordinator.port), []).append(coordinator.key)
+                address = (coordinator.host, coordinator.port)
+                self.coordinators[coordinator.key] = address
+                by_coordinator.setdefault(address, []).append(coordinator.key)
         for address, groups in by_coordinator.items():
             for start in range(0, len(groups), GROUPS_PER_REQUEST):
                 yield from self._fetch(address, groups[start : start + GROUPS_PER_REQUEST], retry)
@@ -188,7 +202,11 @@ class GroupOffsetsRead:
         except (OSError, ProtocolError, SecurityRefused) as exc:
             self._drop(address)
             for group_id in groups:
-                yield self._done(GroupCommits(group_id, [], f"OffsetFetch on {address[0]}:{address[1]}: {exc}"))
+                if group_id in self.coordinators and group_id not in self._failed:  # maybe a coordinator that moved
+                    self._failed.add(group_id)
+                    self._retry(group_id, retry)
+                else:
+                    yield self._done(GroupCommits(group_id, [], f"OffsetFetch on {address[0]}:{address[1]}: {exc}"))
             return
         asked = set(groups)
         for answer in answers:
@@ -196,12 +214,18 @@ class GroupOffsetsRead:
                 continue
             asked.discard(answer.group_id)
             if answer.error_code in RETRIED:
-                retry.append(answer.group_id)
+                self._retry(answer.group_id, retry)
             elif answer.error_code:
                 yield self._done(GroupCommits(answer.group_id, [], error_text(answer.error_code)))
             else:
                 yield self._done(GroupCommits(answer.group_id, answer.partitions))
-        retry.extend(g for g in groups if g in asked)  # left out of the answer: ask again
+        for group_id in asked:  # left out of the answer: ask again
+            self._retry(group_id, retry)
+
+    def _retry(self, group_id: str, retry: list[str]) -> None:
+        """Ask again in the next round, after looking the coordinator up afresh."""
+        self.coordinators.pop(group_id, None)
+        retry.append(group_id)
 
     def _done(self, answer: GroupCommits) -> GroupCommits:
         self._answered.add(answer.group_id)

@@ -11,11 +11,11 @@ from confluent_kafka.admin import BrokerMetadata, ClusterMetadata, PartitionMeta
 
 from collectors.admin.samples import (
     GROUP_STATE_CODES,
+    GroupStateSamples,
     LagCounts,
     NameFilter,
     cluster_samples,
     group_offset_samples,
-    group_state_samples,
 )
 from collectors.base import SampleFactory
 
@@ -98,9 +98,12 @@ def test_lag_skips_missing_commits_and_flags_commits_beyond_the_end() -> None:
 
 def test_group_state_codes_are_distinct_and_only_reported_values_are_sampled() -> None:
     assert len(set(GROUP_STATE_CODES.values())) == len(ConsumerGroupState)
-    stable = group_state_samples("g", GROUP_STATE_CODES[ConsumerGroupState.STABLE], 3, 1, MAKE)
+    stable = GroupStateSamples(1, MAKE)("g", GROUP_STATE_CODES[ConsumerGroupState.STABLE], 3)
     assert {(s.metric, s.value) for s in stable} == {("consumer_group_state", 2), ("consumer_group_members", 3)}
-    assert group_state_samples("g", None, None, 1, MAKE) == []
+    assert GroupStateSamples(1, MAKE)("g", None, None) == []
+    # The same samples, ids included, as one built by the factory itself.
+    [state] = [s for s in stable if s.metric == "consumer_group_state"]
+    assert state == MAKE(ts=1, source="admin", metric="consumer_group_state", kind="gauge", value=2, group_id="g")
 
 
 def test_name_filter_needs_an_allow_match_and_no_deny_match() -> None:
@@ -112,3 +115,20 @@ def test_name_filter_needs_an_allow_match_and_no_deny_match() -> None:
         False,
         False,
     ]
+
+
+def test_each_committed_partition_with_a_known_log_start_gets_the_groups_log_start() -> None:
+    partitions = [
+        TopicPartition("orders", 0, 40),
+        TopicPartition("orders", 1, OFFSET_INVALID),
+        TopicPartition("gone", 0, 7),
+    ]
+    ends, starts = {("orders", 0): 100, ("orders", 1): 50}, {("orders", 0): 12, ("orders", 1): 3}
+
+    samples = group_offset_samples("g", partitions, ends, ALL_BUT_INTERNAL, 1, MAKE, LagCounts(), starts)
+
+    got = {(s.topic, s.partition): s for s in samples if s.metric == "group_log_start_offset"}
+    assert {key: s.value for key, s in got.items()} == {("orders", 0): 12}  # no commit on 1, no start for gone
+    expected = MAKE(ts=1, source="admin", metric="group_log_start_offset", kind="gauge", value=12,
+                    topic="orders", partition=0, group_id="g")  # fmt: skip
+    assert got[("orders", 0)] == expected

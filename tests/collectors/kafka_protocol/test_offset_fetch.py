@@ -247,6 +247,29 @@ def test_a_group_whose_coordinator_moved_is_looked_up_again_within_the_cycle(
     }
 
 
+def test_remembered_coordinators_spare_the_next_lookup_and_a_gone_one_is_looked_up_again(
+    broker: RealKafkaBroker, committed_groups: tuple[list[str], dict[str, list[TopicPartition]]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    group_ids, _ = committed_groups
+    remembered: dict[str, tuple[str, int]] = {}
+    first, _ = own_offsets(GroupOffsetsRead(brokers(broker), group_ids, time.monotonic() + 30, coordinators=remembered))
+    assert set(remembered) == set(group_ids)
+    requests = RequestCounter(monkeypatch)
+    again, errors = own_offsets(
+        GroupOffsetsRead(brokers(broker), group_ids, time.monotonic() + 30, coordinators=remembered)
+    )
+    assert (again, errors, requests.sent.get(FIND_COORDINATOR, 0)) == (first, {}, 0)
+
+    remembered[group_ids[3]] = ("127.0.0.1", 1)  # a coordinator that went away: nothing listens there
+    requests.sent.clear()
+    moved, errors = own_offsets(
+        GroupOffsetsRead(brokers(broker), group_ids, time.monotonic() + 30, coordinators=remembered)
+    )
+    assert (moved, errors, requests.sent[FIND_COORDINATOR]) == (first, {}, 1)
+    assert remembered[group_ids[3]] == ("127.0.0.1", broker.port)
+
+
 def test_groups_left_at_the_deadline_are_unfinished_not_errors(
     broker: RealKafkaBroker, committed_groups: tuple[list[str], dict[str, list[TopicPartition]]]
 ) -> None:
