@@ -10,7 +10,8 @@ RocksDB comes from PySpark's own ``rocksdbjni`` jar. Nothing here downloads anyt
 
 The application is Kafka's WordCountDemo: it reads ``streams-plaintext-input`` (subtopology 0,
 which writes a repartition topic) and counts words (subtopology 1, which reads it), so a group
-has two source topics and the broker creates the internal topics itself.
+has two source topics and the broker creates the internal topics itself. StuckTaskApp
+(``streams_apps/StuckTaskApp.java``) is a task that gets stuck while its member stays in the group.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import subprocess
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import Self
 
 from shell.broker import die_with_parent
 
@@ -32,6 +34,11 @@ BUNDLE_NAME = "kafka-streams-4.3.1-srcbuild"
 INPUT_TOPIC, OUTPUT_TOPIC = "streams-plaintext-input", "streams-wordcount-output"
 WORD_COUNT_DEMO = "org.apache.kafka.streams.examples.wordcount.WordCountDemo"
 STREAMS_GROUP_COMMAND = "org.apache.kafka.tools.streams.StreamsGroupCommand"
+STUCK_TASK_SOURCE = Path(__file__).resolve().parent / "streams_apps" / "StuckTaskApp.java"
+#: The record value that blocks StuckTaskApp's task (its STALL constant).
+STALL_VALUE = "stall"
+STUCK_TASK_THREADS = 2
+STUCK_MAX_POLL_INTERVAL_MS = 600_000
 _REPO = Path(__file__).resolve().parent.parent
 
 
@@ -81,14 +88,20 @@ def classpath(kafka_home: Path) -> str:
     return ":".join([*jars[0], *jars[1], str(rocksdb_jar())])
 
 
-class WordCountApp:
-    """WordCountDemo in one JVM, in the streams group protocol: start it, stop it (SIGTERM runs the
-    demo's shutdown hook, which closes the application and so leaves the group)."""
+class StreamsApp:
+    """A Kafka Streams application in one JVM, in the streams group protocol: start it, stop it
+    (SIGTERM runs its shutdown hook, which closes the application and so leaves the group;
+    SIGKILL when that does not end it in time, so no JVM outlives its test). Subclasses name the
+    main class (or single-file source) and its arguments."""
 
-    def __init__(self, kafka_home: Path, bootstrap: str, application_id: str, work_dir: Path) -> None:
+    #: Its name in failure messages.
+    label = "Kafka Streams application"
+
+    def __init__(
+        self, kafka_home: Path, bootstrap: str, application_id: str, work_dir: Path, extra_properties: str = ""
+    ) -> None:
         self.application_id = application_id
         self._kafka_home = kafka_home
-        self._work_dir = work_dir
         work_dir.mkdir(parents=True, exist_ok=True)
         self.properties = work_dir / f"{application_id}.properties"
         self.properties.write_text(
@@ -96,16 +109,20 @@ class WordCountApp:
             f"application.id={application_id}\n"
             "group.protocol=streams\n"
             f"state.dir={work_dir / 'state'}\n"
-            "commit.interval.ms=500\n"
+            "commit.interval.ms=500\n" + extra_properties
         )
         self.log_file = work_dir / f"{application_id}.log"
         self._process: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> WordCountApp:
+    def main(self) -> list[str]:
+        """The main class (or source file) and its arguments."""
+        raise NotImplementedError
+
+    def start(self) -> Self:
         command = [
             "java", "-Xmx256m", "-XX:+UseSerialGC", "-cp", classpath(self._kafka_home),
             f"-Dlog4j2.configurationFile={self._kafka_home / 'config' / 'tools-log4j2.yaml'}",
-            WORD_COUNT_DEMO, str(self.properties),
+            *self.main(),
         ]  # fmt: skip
         with self.log_file.open("wb") as output:
             self._process = subprocess.Popen(
@@ -129,11 +146,38 @@ class WordCountApp:
             process.kill()
             process.wait(10)
 
-    def __enter__(self) -> WordCountApp:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *_: object) -> None:
         self.stop()
+
+
+class WordCountApp(StreamsApp):
+    """WordCountDemo (its topics are fixed: INPUT_TOPIC, OUTPUT_TOPIC)."""
+
+    label = "WordCountDemo"
+
+    def main(self) -> list[str]:
+        return [WORD_COUNT_DEMO, str(self.properties)]
+
+
+class StuckTaskApp(StreamsApp):
+    """streams_apps/StuckTaskApp.java: reads ``input_topic``; the task that reads a record whose
+    value is STALL_VALUE blocks its stream thread for good while its member stays in the group.
+    Two stream threads (two members of one process), so the other partition's task keeps going;
+    max.poll.interval.ms keeps the stuck member in the group for a test's length. Run by Java's
+    single-file source launcher: no build step, only a JDK."""
+
+    label = "StuckTaskApp"
+
+    def __init__(self, kafka_home: Path, bootstrap: str, application_id: str, work_dir: Path, input_topic: str) -> None:
+        threads = f"num.stream.threads={STUCK_TASK_THREADS}\nmax.poll.interval.ms={STUCK_MAX_POLL_INTERVAL_MS}\n"
+        super().__init__(kafka_home, bootstrap, application_id, work_dir, threads)
+        self.input_topic = input_topic
+
+    def main(self) -> list[str]:
+        return [str(STUCK_TASK_SOURCE), str(self.properties), self.input_topic]
 
 
 def streams_group_command(kafka_home: Path, bootstrap: str, *args: str) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 
 from collectors.streams_groups.reader import StreamsGroupsRead, read_streams_groups
 from collectors.streams_groups.requests import StreamsGroupDescription, Tasks
-from harness.kafka_streams import INPUT_TOPIC, WordCountApp, streams_group_command
+from harness.kafka_streams import INPUT_TOPIC, StreamsApp, WordCountApp, streams_group_command
 
 #: WordCountDemo's input is read by subtopology 0 and its repartition topic by subtopology 1:
 #: two partitions each make four tasks.
@@ -33,17 +33,20 @@ def describe(broker: Any, group: str) -> StreamsGroupDescription | None:
     return read.descriptions.get(group)
 
 
-def wait_running(broker: Any, app: WordCountApp) -> StreamsGroupDescription:
-    """The group once Stable with every task active (the app's log when it does not get there).
-    A fresh broker answers COORDINATOR_LOAD_IN_PROGRESS while it loads its group partitions."""
+def wait_running(
+    broker: Any, app: StreamsApp, source_partitions: int = 2 * INPUT_PARTITIONS, members: int = 1
+) -> StreamsGroupDescription:
+    """The group once Stable with its `members` and every task active, reading `source_partitions`
+    (WordCountDemo's by default; the app's log when it does not get there). A fresh broker answers
+    COORDINATOR_LOAD_IN_PROGRESS while it loads its group partitions."""
     deadline, read = time.monotonic() + RUNNING_TIMEOUT_S, None
     while time.monotonic() < deadline:
-        assert app.running, f"WordCountDemo exited: {app.log_file.read_text()[-3000:]}"
+        assert app.running, f"{app.label} exited: {app.log_file.read_text()[-3000:]}"
         read = read_group(broker, app.application_id)
         description = read.descriptions.get(app.application_id)
-        if description is not None and description.state == "Stable":
+        if description is not None and description.state == "Stable" and len(description.members) == members:
             active = [tp for m in description.members for tp in description.task_partitions(m.active)]
-            if len(active) == 2 * INPUT_PARTITIONS:
+            if len(active) == source_partitions:
                 return description
         time.sleep(0.5)
     raise TimeoutError(f"{app.application_id} not Stable within {RUNNING_TIMEOUT_S:.0f} s: {read}, {app.log_file}")
