@@ -20,7 +20,7 @@ from typing import Any
 
 from alerts.backtest import backtest, compare
 from alerts.evaluate import Grid
-from alerts.rules import CompiledRule, compile_rules, current_rule_name, effective_rules
+from alerts.rules import OFF_BY_DEFAULT_RULES, CompiledRule, compile_rules, current_rule_name, effective_rules
 from lagwatch import exit_codes
 from lagwatch.backtest_report import Comparison, Report, rule_toml, to_json
 from lagwatch.config import Config, ConfigError, duration_seconds, parse_config
@@ -86,7 +86,18 @@ def grid_for(args: argparse.Namespace, every_s: float, now: float) -> Grid:
     return Grid.over(since, until, every_s)
 
 
+def with_named_rules_enabled(config: Config, names: list[str] | None) -> Config:
+    """`config` with the off-by-default rules `--rule` names switched on: naming one is asking to
+    replay it, whether or not `[alerts] enable_rules` turns it on for the engine."""
+    named = [n for n in names or [] if n in OFF_BY_DEFAULT_RULES and n not in config.alerts.enable_rules]
+    if not named:
+        return config
+    alerts = config.alerts.model_copy(update={"enable_rules": [*config.alerts.enable_rules, *named]})
+    return config.model_copy(update={"alerts": alerts})
+
+
 def _run_one(config: Config, args: argparse.Namespace, grid: Grid) -> Report:
+    config = with_named_rules_enabled(config, args.rule)
     rules = compile_rules(config.alerts)
     cluster = args.cluster
     if cluster:

@@ -294,8 +294,14 @@ def compile_rule(rule: AlertRule, known_metrics: frozenset[str], receiver_names:
     )
 
 
+#: Default rules that are off until `[alerts] enable_rules` names them: useful to some operators,
+#: noise to others (a group that rebalances by design), so they ship switched off.
+OFF_BY_DEFAULT_RULES: frozenset[str] = frozenset({"RebalanceStorm"})
+
+
 def default_rules(alerts: AlertsConfig) -> list[AlertRule]:
-    """The rules every Kafka operator wants on day one (documented in docs/alerts.md)."""
+    """The rules every Kafka operator wants on day one (documented in docs/alerts.md), and those
+    OFF_BY_DEFAULT_RULES names, which :func:`effective_rules` adds only when enabled."""
     rows: list[dict[str, Any]] = [
         dict(
             name="UnderReplicatedPartitions",
@@ -388,6 +394,16 @@ def default_rules(alerts: AlertsConfig) -> list[AlertRule]:
             "({reason})",
         ),
         dict(
+            # storm_rebalances is the count the group's reason names ("rebalance storm: 7 rebalances
+            # in 10m"; lag.rebalance_storm_count / lag.rebalance_storm_window_s), else 0.
+            name="RebalanceStorm",
+            metric="storm_rebalances",
+            by=["group_id"],
+            op=">",
+            threshold=0,
+            summary="Consumer group {group_id} is in a rebalance storm: {value:.0f} rebalances ({reason})",
+        ),
+        dict(
             name="DeadLettersGrowing",
             metric=DEAD_LETTERS,
             op=">",
@@ -441,16 +457,31 @@ def current_rule_name(name: str, where: str) -> str:
     return RENAMED_RULES[name]
 
 
+def check_enabled_rules(alerts: AlertsConfig) -> None:
+    """`enable_rules` may only name off-by-default rules: any other name is a typo that would
+    otherwise leave the rule the operator asked for silently off."""
+    unknown = [name for name in alerts.enable_rules if name not in OFF_BY_DEFAULT_RULES]
+    if unknown:
+        raise ConfigError(
+            f"alerts.enable_rules: unknown rule(s) {', '.join(repr(n) for n in unknown)}: only default rules that "
+            f"are off by default can be named ({', '.join(sorted(OFF_BY_DEFAULT_RULES))}); the other default rules "
+            "are on already while use_default_rules = true"
+        )
+
+
 def effective_rules(alerts: AlertsConfig) -> list[AlertRule]:
     """The configured rules, then the default rules no configured rule replaces by name.
 
-    A configured rule with a renamed default's old name replaces it (under the name it has).
+    A configured rule with a renamed default's old name replaces it (under the name it has). An
+    off-by-default rule is among the defaults only when `enable_rules` names it.
     """
+    check_enabled_rules(alerts)
     configured = list(alerts.rules)
     names = {r.name for r in configured}
     names |= {RENAMED_RULES[n] for n in names if n in RENAMED_RULES}
     if alerts.use_default_rules:
-        configured += [r for r in default_rules(alerts) if r.name not in names]
+        off = OFF_BY_DEFAULT_RULES - set(alerts.enable_rules)
+        configured += [r for r in default_rules(alerts) if r.name not in names and r.name not in off]
     return configured
 
 

@@ -71,6 +71,11 @@ FAMILIES: tuple[tuple[str, str, str], ...] = (
         "Rebalances within the lag window (every one with the commit log, else collector cycles that saw one)",
     ),
     ("lagwatch_consumergroup_rebalancing_seconds", "gauge", "Seconds of the lag window the group spent rebalancing"),
+    (
+        "lagwatch_consumergroup_storm_rebalances",
+        "gauge",
+        "Rebalances within lag.rebalance_storm_window_s when they make a rebalance storm, else 0",
+    ),
     ("lagwatch_consumergroup_partition_status", "gauge", "Partition status as its severity, status and rule as labels"),
     (
         "lagwatch_consumergroup_retention_margin_records",
@@ -276,11 +281,12 @@ def _group_unit(group: _Group) -> _Unit:
 _REBALANCE_FAMILIES = (
     ("lagwatch_consumergroup_rebalances", "rebalances"),
     ("lagwatch_consumergroup_rebalancing_seconds", "rebalancing_s"),
+    ("lagwatch_consumergroup_storm_rebalances", "storm_rebalances"),
 )
 
 
 def _rebalance_values(status_row: dict[str, Any] | None) -> list[tuple[str, Any]]:
-    """The group_status row's rebalances and rebalancing seconds, those it has (NULL in older rows)."""
+    """The group_status row's rebalances, rebalancing seconds and storm, those it has (NULL in older rows)."""
     if status_row is None:
         return []
     return [(f, status_row[column]) for f, column in _REBALANCE_FAMILIES if status_row.get(column) is not None]

@@ -62,7 +62,7 @@ ORDER BY cluster, group_id, topic, partition
 
 _GROUPS_SQL = newest_rows(
     "group_status",
-    "cluster, group_id, status, reason, rule, group_type, rebalances, rebalancing_s, updated_at",
+    "cluster, group_id, status, reason, rule, group_type, rebalances, rebalancing_s, storm_rebalances, updated_at",
     key="cluster, group_id",
     where="window_start >= $since - INTERVAL 1 MINUTE AND window_start <= $until",
     newest_by="updated_at",

@@ -171,6 +171,9 @@ TABLES: dict[str, Table] = {
                 #: Seconds of the lag window the group spent rebalancing (PreparingRebalance,
                 #: CompletingRebalance, Assigning, Reconciling), from its state readings; NULL in older rows.
                 ("rebalancing_s", "DOUBLE"),
+                #: The rebalances within lag.rebalance_storm_window_s when they make a storm (at least
+                #: lag.rebalance_storm_count), else 0; NULL in older rows.
+                ("storm_rebalances", "INTEGER"),
                 #: The group's protocol as newest read (classic, consumer, share, streams): NULL
                 #: when the broker never said (tansu, or DescribeGroups off on a broker before 3.8).
                 ("group_type", "VARCHAR"),
@@ -185,6 +188,68 @@ TABLES: dict[str, Table] = {
             ),
             ("cluster", "group_id", "window_start"),
             "window_start",
+        ),
+        Table(
+            "group_status_1h",
+            (
+                ("cluster", "VARCHAR"),
+                ("group_id", "VARCHAR"),
+                #: The UTC hour the row sums up (one row per group and hour, written once the hour has
+                #: closed: its end older than the newest observation by spark.watermark_s).
+                ("hour_start", "TIMESTAMPTZ"),
+                #: The most severe status of the hour's minute rows (lagwatch/vocabulary.py STATUS_ORDER).
+                ("worst_status", "VARCHAR"),
+                #: status and reason of the hour's newest minute row.
+                ("last_status", "VARCHAR"),
+                ("last_reason", "VARCHAR"),
+                #: The largest total_lag of the hour's minute rows, and the newest one's.
+                ("max_total_lag", "BIGINT"),
+                ("last_total_lag", "BIGINT"),
+                #: The largest max_lag (one partition's lag) of the hour's minute rows.
+                ("max_max_lag", "BIGINT"),
+                #: The largest max_time_lag_s of the hour's minute rows (a floor where that row's was one).
+                ("max_time_lag_s", "DOUBLE"),
+                #: The largest minute row's rebalances: the most rebalances within one lag window
+                #: (lag.window_s) ending in the hour. Not a count for the hour: the windows overlap,
+                #: so a sum would count a rebalance once per minute row that saw it.
+                ("rebalances", "INTEGER"),
+                #: How many minute rows the hour has (60 when every minute had an observation).
+                ("minutes", "INTEGER"),
+                #: group_type of the hour's newest minute row.
+                ("group_type", "VARCHAR"),
+                #: The highest version among the hour's minute rows (rewritten minutes make it higher).
+                ("version", "BIGINT"),
+            ),
+            ("cluster", "group_id", "hour_start"),
+            "hour_start",
+        ),
+        Table(
+            "lag_1h",
+            (
+                ("cluster", "VARCHAR"),
+                ("group_id", "VARCHAR"),
+                ("topic", "VARCHAR"),
+                ("partition", "INTEGER"),
+                #: The UTC hour the row sums up (one row per group-partition and hour, written once the
+                #: hour has closed: its end older than the newest observation by spark.watermark_s).
+                ("hour_start", "TIMESTAMPTZ"),
+                #: The largest lag observed in the hour (the largest lag_max of its minute rows).
+                ("max_lag", "BIGINT"),
+                #: lag, committed_offset and end_offset of the hour's newest minute row.
+                ("last_lag", "BIGINT"),
+                ("last_committed_offset", "BIGINT"),
+                ("last_end_offset", "BIGINT"),
+                #: The largest time_lag_s of the hour's minute rows (NULL when none was known).
+                ("max_time_lag_s", "DOUBLE"),
+                #: The most severe status of the hour's minute rows (lagwatch/vocabulary.py STATUS_ORDER).
+                ("worst_status", "VARCHAR"),
+                #: How many minute rows the hour has (60 when every minute had an observation).
+                ("minutes", "INTEGER"),
+                #: The highest version among the hour's minute rows (rewritten minutes make it higher).
+                ("version", "BIGINT"),
+            ),
+            ("cluster", "group_id", "topic", "partition", "hour_start"),
+            "hour_start",
         ),
         Table(
             "dead_letters",
@@ -448,6 +513,7 @@ def written_columns(name: str) -> tuple[str, ...]:
 REASON_COLUMNS: dict[tuple[str, str], str] = {
     ("lag_1m", "status"): "reason",
     ("group_status", "status"): "reason",
+    ("group_status", "storm_rebalances"): "reason",  # the reason names the storm
     ("lag_1m", "retention_margin_s"): "retention_reason",
 }
 

@@ -14,7 +14,8 @@ any moment resumes with the unfinished batch replayed into the very same files
 (see lake_sink.py).
 
 SIGTERM / SIGINT stop the queries between batches; `--available-now` processes what the topic
-holds at start and exits 0. Lake compaction and retention run in the driver on a timer.
+holds at start and exits 0. Lake compaction and retention run in the driver on a timer, and so
+does the check for closed hours, whose group_status_1h and lag_1h rows ``hourly.py`` writes.
 
 Kafka going away: at start the job fails fast (exit 3, the bootstrap servers named). Once running,
 a broker outage (restart, network partition, a paused process) makes the source fail its batch
@@ -44,6 +45,7 @@ from lagwatch.java import require_java_for
 from lagwatch.kafka import KafkaUnreachable, check_reachable, ensure_samples_topic, transport_client_config
 from lagwatch.lake_maintenance import maintain_lake
 from lagwatch.stop_signals import stop_on_signals
+from spark_jobs.hourly import HourlyRollups
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +150,8 @@ class StreamJob:
         self.outage = KafkaOutage(config.spark.kafka_outage_s)
         self.listener: Any = None
         self._next_maintenance = time.monotonic() + config.spark.maintenance_interval_s
+        # The hourly tables close an hour when the minute windows no longer change: watermark_s after it.
+        self.hourly = HourlyRollups(paths.lake, config.spark.watermark_s)
 
     def run(self) -> int:
         from spark_jobs.progress import ProgressListener
@@ -183,6 +187,7 @@ class StreamJob:
                 return 0
             if time.monotonic() >= self._next_maintenance:
                 self._maintain()
+            self.hourly.maybe_run()
             self._wait(POLL_S)
         log.info("stop requested: stopping queries")
         return 0

@@ -157,6 +157,9 @@ class AlertsConfig(StrictModel):
     state_dir: str = "state/alerts"
     #: Evaluate the default rules (docs/alerts.md) besides `[[alerts.rules]]`.
     use_default_rules: bool = True
+    #: Default rules that are off by default, switched on here by name (e.g. ["RebalanceStorm"];
+    #: docs/alerts.md lists them). Needs use_default_rules.
+    enable_rules: list[str] = Field(default_factory=list)
     #: Where notifications go; none: alerts are evaluated and recorded, not sent.
     receivers: list[AlertReceiver] = Field(default_factory=list)
     #: Alert rules of your own (docs/alerts.md, "Rules").

@@ -436,12 +436,13 @@ def _group_row(
     if not reports:
         return None
     rebalances = owned.rebalances(recent_ms, newest) if owned is not None else 0
+    storm = _storm(owned, newest, lag_config)
     facts = GroupFacts(
         partial(_owner, rows, group_key, tracks),
         rebalances,
         lag_config.window_s,
         partial(rows.broker_clause, group_key[0], newest),
-        _storm(owned, newest, lag_config),
+        storm,
         lag_config.rebalance_storm_window_s,
     )
     summary = summarize_group(reports, facts)
@@ -453,6 +454,7 @@ def _group_row(
         "members": members,
         "rebalances": rebalances,
         "rebalancing_s": owned.rebalancing_s(recent_ms, newest) if owned is not None else None,
+        "storm_rebalances": storm,  # the count the reason names, so a rule can alert on the storm
         "group_type": owned.group_type if owned is not None else None,
         "group_epoch": owned.group_epoch if owned is not None else None,
         "window_start": period,

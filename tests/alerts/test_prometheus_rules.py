@@ -8,7 +8,9 @@ hand-written mapping per rule and the YAML would stop being readable as written.
 instead holds what must agree: for every default rule, a Prometheus rule of the same name, with
 the same severity and `for`, and whose expression ends in the same comparison with the same
 threshold (a status level as its severity index, an absence rule's `for` as the age it
-compares). Summaries are not compared: the two template languages differ.
+compares). Summaries are not compared: the two template languages differ. A default rule that is
+off by default (alerts.rules.OFF_BY_DEFAULT_RULES) ships commented out, so Prometheus has it off
+too: it is checked as it reads once uncommented, and promtool accepts the file that way.
 
 No YAML library is installed, so the file is read line by line; that covers its shape (one
 line per key), and `promtool check rules` (tests/api/test_prometheus.py) checks it as YAML.
@@ -25,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-from alerts.rules import CompiledRule, compile_rules
+from alerts.rules import OFF_BY_DEFAULT_RULES, CompiledRule, compile_rules
 from harness import lake_rows
 from lagwatch.config import duration_seconds, parse_config
 from lagwatch.vocabulary import STATUS_ORDER
@@ -39,6 +41,8 @@ PROMETHEUS_ONLY = {"LagwatchApiDown": "watches the scrape of `lagwatch api` itse
 
 _COMPARISON = re.compile(r"(>=|<=|==|!=|>|<)\s*(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)\s*$")
 _RANGE = re.compile(r"\[([0-9]+[smhd])\]")
+#: A commented-out rule's line: `# - alert: …` or `#   expr: …` (prose comments have one space after #).
+_COMMENTED_RULE_LINE = re.compile(r"^(\s*)# (- alert:|  )")
 
 
 @dataclass
@@ -61,14 +65,20 @@ def _value(line: str) -> str:
     return value.strip("\"'")
 
 
-def prometheus_rules(path: Path = RULES_FILE) -> dict[str, PrometheusRule]:
+def uncommented(text: str) -> str:
+    """The rules file with its commented-out rules switched on, as an operator would uncomment them."""
+    return "\n".join(_COMMENTED_RULE_LINE.sub(r"\1\2", line) for line in text.splitlines()) + "\n"
+
+
+def prometheus_rules(text: str | None = None) -> dict[str, PrometheusRule]:
+    """The rules of the file as shipped (or of `text`), by name."""
     rules: dict[str, PrometheusRule] = {}
     current: PrometheusRule | None = None
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in (RULES_FILE.read_text(encoding="utf-8") if text is None else text).splitlines():
         text = line.strip()
         if text.startswith("- alert:"):
             current = PrometheusRule(_value(text[2:]))
-            assert current.name not in rules, f"{path.name}: rule {current.name} appears twice"
+            assert current.name not in rules, f"{RULES_FILE.name}: rule {current.name} appears twice"
             rules[current.name] = current
         elif current is not None and text.startswith(("expr:", "for:", "severity:")):
             key = text.split(":", 1)[0]
@@ -76,20 +86,36 @@ def prometheus_rules(path: Path = RULES_FILE) -> dict[str, PrometheusRule]:
     return rules
 
 
-def default_rules() -> dict[str, CompiledRule]:
-    """The defaults as the engine runs them with the shipped [alerts] thresholds."""
-    return {rule.name: rule for rule in compile_rules(parse_config({}, environ={}).alerts)}
+def default_rules(enable_all: bool = True) -> dict[str, CompiledRule]:
+    """The defaults as the engine runs them with the shipped [alerts] thresholds (with those that
+    are off by default switched on, unless `enable_all` is false)."""
+    enabled = sorted(OFF_BY_DEFAULT_RULES) if enable_all else []
+    alerts = parse_config({"alerts": {"enable_rules": enabled}}, environ={}).alerts
+    return {rule.name: rule for rule in compile_rules(alerts)}
 
 
 def test_every_default_rule_has_a_prometheus_counterpart_and_no_other() -> None:
-    defaults, prometheus = default_rules(), prometheus_rules()
+    defaults, prometheus = default_rules(enable_all=False), prometheus_rules()
     assert set(defaults) - set(prometheus) == set(NOT_IN_PROMETHEUS)
     assert set(prometheus) - set(defaults) == set(PROMETHEUS_ONLY)
 
 
+def test_the_rules_off_by_default_ship_commented_out() -> None:
+    """Off in the engine, off in Prometheus: each is in the file only once uncommented."""
+    commented = set(prometheus_rules(uncommented(RULES_FILE.read_text(encoding="utf-8")))) - set(prometheus_rules())
+    assert commented == OFF_BY_DEFAULT_RULES - set(NOT_IN_PROMETHEUS)
+
+
+def test_promtool_accepts_the_file_with_its_commented_rules_switched_on(tmp_path: Path) -> None:
+    switched_on = tmp_path / "lagwatch-rules.yml"
+    switched_on.write_text(uncommented(RULES_FILE.read_text(encoding="utf-8")))
+    done = subprocess.run([PROMTOOL, "check", "rules", str(switched_on)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 @pytest.mark.parametrize("name", sorted(set(default_rules()) - set(NOT_IN_PROMETHEUS)))
 def test_the_prometheus_rule_says_what_the_default_says(name: str) -> None:
-    rule, copy = default_rules()[name], prometheus_rules()[name]
+    rule, copy = default_rules()[name], prometheus_rules(uncommented(RULES_FILE.read_text(encoding="utf-8")))[name]
     assert copy.severity == rule.severity, f"{name}: severity"
     op, number = copy.comparison()
     if rule.kind == "status":

@@ -7,6 +7,7 @@ import threading
 from pathlib import Path
 
 import duckdb
+import pytest
 
 from lagwatch import lake as lakelib
 from spark_jobs.lake_sink import write_batch
@@ -83,18 +84,43 @@ def test_measured_values_skip_dictionary_encoding_and_labels_keep_it(tmp_path: P
     assert rows == [(50, 150.0)]
 
 
-def test_a_lake_written_before_the_owner_columns_reads_them_as_null(tmp_path: Path) -> None:
-    """Files from before lag_1m had owner columns: the views and compaction give NULL there."""
+#: (table, a row as an older version wrote it, the column it holds, the columns added since).
+OLDER_ROWS = {
+    "lag_1m owner columns": (
+        "lag_1m",
+        {"cluster": "c", "window_start": WHEN, "group_id": "g", "topic": "t", "partition": 0, "lag": 5, "version": 1},
+        "lag",
+        ["owner_member_id", "owner_client_id", "owner_host", "owner_changes"],
+    ),
+    "group_status rebalance columns": (
+        "group_status",
+        {
+            "cluster": "c",
+            "group_id": "g",
+            "status": "OK",
+            "rebalances": 5,
+            "window_start": WHEN,
+            "updated_at": WHEN,
+            "version": 1,
+        },
+        "rebalances",
+        ["rebalancing_s", "storm_rebalances"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OLDER_ROWS))
+def test_a_lake_written_before_columns_were_added_reads_them_as_null(tmp_path: Path, case: str) -> None:
+    """Files from before a table gained columns: the views and compaction give NULL there."""
     import pyarrow.parquet as pq
 
     from lagwatch.lake_maintenance import newest_rows
 
+    name, row, kept, new_columns = OLDER_ROWS[case]
     lake, views = tmp_path / "lake", tmp_path / "lagwatch.duckdb"
-    new_columns = ["owner_member_id", "owner_client_id", "owner_host", "owner_changes"]
-    row = {"cluster": "c", "window_start": WHEN, "group_id": "g", "topic": "t", "partition": 0, "lag": 5, "version": 1}
-    old = lakelib.rows_to_arrow("lag_1m", [row]).drop_columns(new_columns)
-    day = lakelib.table_dir(lake, "lag_1m") / "date=2026-07-01"
-    schema_file = lakelib.table_dir(lake, "lag_1m") / lakelib.SCHEMA_PARTITION / lakelib.SCHEMA_FILE
+    old = lakelib.rows_to_arrow(name, [row]).drop_columns(new_columns)
+    day = lakelib.table_dir(lake, name) / "date=2026-07-01"
+    schema_file = lakelib.table_dir(lake, name) / lakelib.SCHEMA_PARTITION / lakelib.SCHEMA_FILE
     for path, data in ((day / "b1.parquet", old), (schema_file, old.schema.empty_table())):
         path.parent.mkdir(parents=True, exist_ok=True)
         pq.write_table(data, path)
@@ -102,11 +128,11 @@ def test_a_lake_written_before_the_owner_columns_reads_them_as_null(tmp_path: Pa
     lakelib.write_views_file(lake, views)
     con = lakelib.connect_readonly(lake, views)
     try:
-        assert con.execute(f"select lag, {', '.join(new_columns)} from lag_1m").fetchall() == [
-            (5, None, None, None, None)
+        assert con.execute(f"select {kept}, {', '.join(new_columns)} from {name}").fetchall() == [
+            (5, *[None] * len(new_columns))
         ]
     finally:
         con.close()
-    compacted = newest_rows("lag_1m", [day / "b1.parquet"])
-    assert compacted.schema == lakelib.arrow_schema("lag_1m")
+    compacted = newest_rows(name, [day / "b1.parquet"])
+    assert compacted.schema == lakelib.arrow_schema(name)
     assert compacted.select(new_columns).to_pylist() == [dict.fromkeys(new_columns)]

@@ -2,12 +2,14 @@
 group, by its group epoch) on the real broker made to rebalance N times between two collector
 cycles → real collector cycles (commit log on) → samples topic → real Spark job → lake.
 `rebalances` of the group's newest row is N (the collector cycles see one member owning the
-partition before and after), the reason names the storm, and the seconds spent rebalancing are
+partition before and after), the reason names the storm and `storm_rebalances` holds the count
+it names (what the RebalanceStorm alert rule reads), and the seconds spent rebalancing are
 measured. With `collect.commit_log = "off"` the count falls back to the cycles that saw a
 rebalance, and misses those between two cycles."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -36,9 +38,13 @@ def test_n_rebalances_between_two_cycles_make_rebalances_n(
 ):
     if protocol == "consumer" and broker.version < (4, 0, 0):
         pytest.skip(f"Kafka {broker.version_text} has no consumer (KIP-848) groups")
-    rebalances, rebalancing_s, reason, members = rebalanced_group_row(kafka, broker, make_config, unique, protocol)
+    rebalances, rebalancing_s, reason, members, storm = rebalanced_group_row(
+        kafka, broker, make_config, unique, protocol
+    )
     assert (rebalances, members) == (REBALANCES, 1), reason
-    assert f"rebalance storm: {REBALANCES} rebalances in 5m" in reason
+    named = re.search(r"rebalance storm: (\d+) rebalances in 5m", reason)
+    assert named is not None, reason
+    assert storm == int(named.group(1)) == REBALANCES, reason
     assert rebalancing_s is not None and 0 <= rebalancing_s <= 300
 
 
@@ -46,9 +52,10 @@ def test_n_rebalances_between_two_cycles_make_rebalances_n(
 def test_without_the_commit_log_only_the_cycles_that_saw_a_rebalance_count(
     spark: Any, kafka: KafkaWorkload, broker: Any, make_config: Callable[..., Config], unique: Callable[[str], str]
 ):
-    rebalances, _, reason, members = rebalanced_group_row(kafka, broker, make_config, unique, "classic", "off")
+    rebalances, _, reason, members, storm = rebalanced_group_row(kafka, broker, make_config, unique, "classic", "off")
     assert members == 1 and rebalances < REBALANCES, reason  # the documented fallback: between-cycle ones are missed
     assert "rebalance storm" not in reason
+    assert storm == 0, "no storm: 0, not NULL (NULL is a row written before the column existed)"
 
 
 def rebalanced_group_row(
@@ -85,7 +92,7 @@ def rebalanced_group_row(
     collect_then_roll_up(config, CYCLES, after_cycle, cleanup=[first.close])
     rows = lake_rows(
         config,
-        "select rebalances, rebalancing_s, reason, members from group_status where group_id = ? "
+        "select rebalances, rebalancing_s, reason, members, storm_rebalances from group_status where group_id = ? "
         "qualify row_number() over (order by updated_at desc) = 1",
         [group],
     )
