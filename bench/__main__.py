@@ -37,6 +37,7 @@ BENCHMARKS: dict[str, str] = {
     "http api": "bench.bench_api",
     "local stack": "bench.bench_stack",
     "footprint": "bench.bench_footprint",
+    "steady state": "bench.bench_steady",
     "detection": "bench.bench_detection",
 }
 
