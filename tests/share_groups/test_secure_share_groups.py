@@ -26,9 +26,8 @@ from collectors.admin.collector import AdminCollector
 from collectors.base import SampleFactory
 from collectors.kafka_protocol.connection import ClientSecurity
 from collectors.share_groups.reader import read_share_groups
-from harness.secure_kafka import ADMIN_USER, MECHANISM, Acl, SecureKafkaBroker, monitor_config
+from harness.secure_kafka import ADMIN_USER, MECHANISM, Acl, SecureKafkaBroker, monitor_config, new_scram_user
 from lagwatch.membership import GROUP_STATE_CODE, GROUP_TYPE_CODE
-from tests.collectors.kafka_protocol.secure_users import scram_user
 from tests.collectors.share_groups.share_members import ShareMember, share_group_command
 
 CLUSTER = "secured-test"
@@ -57,7 +56,7 @@ class ShareGroup:
     def principal(self, name: str, *resources: str) -> tuple[str, str]:
         """A new user holding Describe on exactly `resources`: (name, password)."""
         user = f"{name}-{self.group}"
-        return user, scram_user(self.broker, user, self.grants(*resources))
+        return new_scram_user(self.broker, user, self.grants(*resources))
 
 
 @pytest.fixture(scope="module")

@@ -33,13 +33,12 @@ from collectors.coordinator import AllTargets
 from collectors.publisher import SamplePublisher
 from collectors.runner import CollectLoop
 from harness.real_kafka import RealKafkaBroker
-from harness.secure_kafka import ADMIN_USER, Acl, SecureKafkaBroker, monitor_config
+from harness.secure_kafka import ADMIN_USER, Acl, SecureKafkaBroker, monitor_config, new_scram_user
 from lagwatch import acls
 from lagwatch.config import Config
 from lagwatch.kafka import ensure_topic, transport_client_config
 from spark_jobs import job
 from tests.collectors.admin.test_admin import earliest_offset
-from tests.collectors.kafka_protocol.secure_users import scram_user
 from tests.collectors.share_groups.share_members import ShareMember
 from tests.spark_jobs.lake_workload import lake_rows
 from tests.spark_jobs.test_share_group_lake import INTERVAL_S, PRODUCED, judge_stall_then_stop
@@ -97,7 +96,7 @@ def secured_config(
     }
     user = unique("share-monitor")
     draft = monitor_config(secure_broker, user, "unused", cluster=CLUSTER, sections=sections, **collect)
-    password = scram_user(secure_broker, user, documented_acls(draft))
+    _, password = new_scram_user(secure_broker, user, documented_acls(draft))
     config = monitor_config(secure_broker, user, password, cluster=CLUSTER, sections=sections, **collect)
     ensure_topic(transport_client_config(config), config.transport.samples_topic, config.transport.samples_partitions)
     return config

@@ -18,10 +18,16 @@ from confluent_kafka.admin import AclOperation, AdminClient, NewTopic, ResourceT
 
 from collectors.admin.collector import AdminCollector
 from collectors.base import SampleFactory
-from harness.secure_kafka import ADMIN_USER, MONITOR_NO_COMMIT_LOG, Acl, SecureKafkaBroker, monitor_config
+from harness.secure_kafka import (
+    ADMIN_USER,
+    MONITOR_NO_COMMIT_LOG,
+    Acl,
+    SecureKafkaBroker,
+    monitor_config,
+    new_scram_user,
+)
 from lagwatch.vocabulary import GROUP_SIZE_METRIC
 from tests.collectors.admin.test_admin import values
-from tests.collectors.kafka_protocol.secure_users import scram_user
 from tests.collectors.log_dirs.test_log_dir_requests import segment_bytes_on_disk
 
 CLUSTER = "secured-test"
@@ -86,7 +92,8 @@ def test_without_describe_on_the_cluster_sizes_are_missed_once_by_name_not_as_er
 ) -> None:
     topic, group = size_limited_group
     user = unique("no-cluster-describe")
-    collector = collector_as(user, scram_user(secure_broker, user, WITHOUT_CLUSTER_DESCRIBE), topic, group)
+    _, password = new_scram_user(secure_broker, user, WITHOUT_CLUSTER_DESCRIBE)
+    collector = collector_as(user, password, topic, group)
     with caplog.at_level(logging.WARNING, logger="collectors.log_dirs.reader"):
         results = [collector.collect(1_700_000_000_000 + cycle * 15_000, MAKE) for cycle in range(2)]
     assert all(r.ok and r.errors == [] for r in results), [r.errors for r in results]
