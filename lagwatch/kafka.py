@@ -23,6 +23,9 @@ TANSU_PRODUCER_SETTINGS = {"batch.num.messages": "1"}
 
 #: Set by `lagwatch up` for its children: the bootstrap servers of the embedded tansu it runs.
 EMBEDDED_BOOTSTRAP_ENV = "LAGWATCH_EMBEDDED_BOOTSTRAP"
+#: Set to "0" by `lagwatch up --no-demo` for its children: the embedded tansu runs no demo, so
+#: nothing serves the demo's simulated JMX and the collectors leave it out.
+EMBEDDED_DEMO_ENV = "LAGWATCH_EMBEDDED_DEMO"
 #: The topic Kafka keeps every offset commit in (read by the commit-log source).
 COMMIT_LOG_TOPIC = "__consumer_offsets"
 #: group.id of the Spark job's Python Kafka source: it joins no group and commits nothing, but a
@@ -197,12 +200,13 @@ def ensure_internal_topic(config: Config, topic: str, partitions: int) -> None:
     )
 
 
-def use_embedded_broker(config: Config, bootstrap_servers: str) -> None:
-    """Point the config at a running embedded tansu and apply its producer workaround.
+def use_embedded_broker(config: Config, bootstrap_servers: str, with_demo: bool = True) -> None:
+    """Point the config at a running embedded tansu and apply its producer workaround;
+    `with_demo` False: no demo runs there, so its simulated JMX is not scraped.
 
     Only the one-cluster form gets here: `[[clusters]]` entries must name their servers, so the
     embedded demo broker is never one of many clusters."""
-    config.use_embedded_servers(bootstrap_servers)
+    config.use_embedded_servers(bootstrap_servers, with_demo)
     if not config.transport.bootstrap_servers:
         for key, value in TANSU_PRODUCER_SETTINGS.items():
             config.transport.producer.setdefault(key, value)

@@ -21,7 +21,7 @@ from types import TracebackType
 from typing import Self
 
 from lagwatch.config import Config
-from lagwatch.kafka import EMBEDDED_BOOTSTRAP_ENV, use_embedded_broker
+from lagwatch.kafka import EMBEDDED_BOOTSTRAP_ENV, EMBEDDED_DEMO_ENV, use_embedded_broker
 
 log = logging.getLogger(__name__)
 
@@ -213,7 +213,7 @@ def cluster_for(config: Config) -> Iterator[Config]:
         return
     shared = os.environ.get(EMBEDDED_BOOTSTRAP_ENV)
     if shared:
-        use_embedded_broker(config, shared)
+        use_embedded_broker(config, shared, with_demo=os.environ.get(EMBEDDED_DEMO_ENV) != "0")
         yield config
         return
     with EmbeddedBroker() as broker:

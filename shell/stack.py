@@ -38,6 +38,7 @@ from lagwatch.command_line import lagwatch_command
 from lagwatch.config import ClusterConfig, Config
 from lagwatch.kafka import (
     EMBEDDED_BOOTSTRAP_ENV,
+    EMBEDDED_DEMO_ENV,
     KafkaRefused,
     KafkaUnreachable,
     check_reachable,
@@ -255,8 +256,11 @@ def run_up(config: Config, args: argparse.Namespace) -> int:
             bootstrap = config.cluster.bootstrap_servers
             check_reachable(cluster_client_config(config))
             print(f"broker {bootstrap} ready in {time.monotonic() - started:.1f} s", flush=True)
-            env = {**os.environ, EMBEDDED_BOOTSTRAP_ENV: bootstrap} if embedded else dict(os.environ)
-            parts = _components(config, with_demo=_with_demo(config, args.no_demo))
+            with_demo = _with_demo(config, args.no_demo)
+            env = dict(os.environ)
+            if embedded:
+                env |= {EMBEDDED_BOOTSTRAP_ENV: bootstrap, EMBEDDED_DEMO_ENV: "1" if with_demo else "0"}
+            parts = _components(config, with_demo=with_demo)
             ok = False
             try:
                 ok = _start_in_order(parts, env, logs, stop, lambda: _write_state(config, bootstrap, parts))

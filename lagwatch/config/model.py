@@ -58,6 +58,7 @@ class Config(StrictModel):
     _clusters_resolved: bool = PrivateAttr(False)
     #: The embedded broker's address once a command has pointed the config at it.
     _embedded_servers: str = PrivateAttr("")
+    _embedded_demo: bool = PrivateAttr(True)
 
     @model_validator(mode="before")
     @classmethod
@@ -99,15 +100,17 @@ class Config(StrictModel):
         the one cluster Lagwatch may write demo traffic to. A configured cluster is only watched."""
         return self.embedded_broker or self.cluster.bootstrap_servers == self._embedded_servers
 
-    def use_embedded_servers(self, bootstrap_servers: str) -> None:
-        """Point the home cluster at a running embedded broker, remembering that it is one."""
+    def use_embedded_servers(self, bootstrap_servers: str, with_demo: bool = True) -> None:
+        """Point the home cluster at a running embedded broker, remembering that it is one (and
+        whether the demo, with its simulated JMX, runs there)."""
         self._embedded_servers = bootstrap_servers
+        self._embedded_demo = with_demo
         self.cluster.bootstrap_servers = bootstrap_servers
 
     def jmx_targets(self, cluster: ClusterConfig) -> list[JmxTarget]:
-        """The JMX targets scraped for `cluster`: its own, and on the embedded broker the demo's
-        simulated one (tansu has no JMX), which is never scraped beside a configured cluster."""
-        if cluster.name == self.cluster.name and self.on_embedded_broker:
+        """The JMX targets scraped for `cluster`: its own, and on the embedded broker running the
+        demo the demo's simulated one (tansu has no JMX), never scraped beside a configured cluster."""
+        if cluster.name == self.cluster.name and self.on_embedded_broker and self._embedded_demo:
             return [*cluster.jmx.targets, self.demo.simulated_target()]
         return list(cluster.jmx.targets)
 

@@ -15,7 +15,8 @@ import pytest
 from collectors.admin.collector import AdminCollector
 from collectors.runner import build_collectors
 from lagwatch.config import parse_config
-from lagwatch.kafka import cluster_client_config, use_embedded_broker
+from lagwatch.kafka import EMBEDDED_BOOTSTRAP_ENV, EMBEDDED_DEMO_ENV, cluster_client_config, use_embedded_broker
+from shell.broker import cluster_for
 
 #: JMX targets on the prometheus backend, so building the collectors starts no JVM. Both clusters
 #: have a broker 1 behind the same proxy URL: only the cluster in the name tells them apart.
@@ -119,6 +120,20 @@ def test_the_embedded_broker_keeps_the_simulated_jmx_once_a_command_has_started_
     use_embedded_broker(config, "127.0.0.1:20123")
     assert not config.embedded_broker and config.on_embedded_broker
     assert [c.name for c in build_collectors(config)] == ["admin@local", f"broker-sim-1@{SIMULATED_URL}"]
+
+
+def test_the_embedded_broker_without_the_demo_scrapes_no_simulated_jmx(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lagwatch up --no-demo` on the embedded broker: nothing serves the simulator, so a scrape of it
+    would only be a broker that is always down. `up` tells its children through the environment."""
+    config = parse_config({"demo": {"jmx_sim_port": 7171}}, environ={})
+    monkeypatch.setenv(EMBEDDED_BOOTSTRAP_ENV, "127.0.0.1:20123")
+    monkeypatch.setenv(EMBEDDED_DEMO_ENV, "0")
+    with cluster_for(config) as started:
+        assert started.on_embedded_broker
+        assert [c.name for c in build_collectors(started)] == ["admin@local"]
+    monkeypatch.setenv(EMBEDDED_DEMO_ENV, "1")
+    with cluster_for(parse_config({"demo": {"jmx_sim_port": 7171}}, environ={})) as started:
+        assert [c.name for c in build_collectors(started)] == ["admin@local", f"broker-sim-1@{SIMULATED_URL}"]
 
 
 def test_an_older_config_listing_the_simulated_target_loads_and_scrapes_it_on_the_embedded_broker_only(
