@@ -108,13 +108,18 @@ def session(lake: Lake) -> Iterator[duckdb.DuckDBPyConnection]:
 _PARAM = re.compile(r"\$([a-z_]+)")
 
 
-def run(con: duckdb.DuckDBPyConnection, sql: str, **values: Any) -> pd.DataFrame:
-    """Execute `sql` binding only the `$names` it uses (DuckDB rejects unused ones)."""
+def bind(sql: str, values: dict[str, Any]) -> dict[str, Any]:
+    """The values of the `$names` `sql` uses, only those (DuckDB rejects unused ones)."""
     used = set(_PARAM.findall(sql))
     missing = used - values.keys()
     if missing:
         raise KeyError(f"query needs parameters {sorted(missing)}")
-    return con.execute(sql, {k: v for k, v in values.items() if k in used}).df()
+    return {k: v for k, v in values.items() if k in used}
+
+
+def run(con: duckdb.DuckDBPyConnection, sql: str, **values: Any) -> pd.DataFrame:
+    """Execute `sql` binding only the `$names` it uses."""
+    return con.execute(sql, bind(sql, values)).df()
 
 
 def run_each(con: duckdb.DuckDBPyConnection, params: dict[str, Any], **statements: str) -> Frames:

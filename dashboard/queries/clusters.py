@@ -9,11 +9,17 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.queries import JMX, TARGETS, UP, Frames, Lake, Scope, run, session
+from dashboard.queries import JMX, RECENT_LOOKBACK, TARGETS, UP, Frames, Lake, Scope, run, session
 from lagwatch import vocabulary
 from lagwatch.lake_queries import newest_rows
 
-SQL_CLUSTERS = "SELECT DISTINCT cluster FROM group_status UNION SELECT DISTINCT cluster FROM pipeline_progress"
+#: Clusters with rows since $since: the bound on a key column (a macro's for pipeline_progress)
+#: reaches the Parquet scan, so the picker reads the last hour of files, not every group's every
+#: minute of the whole retention through the views' dedupe (a cost that grows with fleet and retention).
+SQL_CLUSTERS = (
+    "SELECT DISTINCT cluster FROM group_status WHERE window_start >= $since "
+    "UNION SELECT DISTINCT cluster FROM pipeline_progress_since($since)"
+)
 
 #: Every cluster's groups, newest status each (not-OK ones are listed).
 SQL_ALL_GROUPS_LATEST = newest_rows(
@@ -46,9 +52,10 @@ SELECT cluster, max(newest) AS newest FROM (
 
 
 def names(lake: Lake) -> list[str]:
-    """Cluster names present in the lake (for the selector)."""
+    """Cluster names with rows in the lake in the last hour (for the selector, beside the configured ones)."""
+    since = dt.datetime.now(dt.UTC) - RECENT_LOOKBACK
     with session(lake) as con:
-        return sorted(run(con, SQL_CLUSTERS)["cluster"].dropna().tolist())
+        return sorted(run(con, SQL_CLUSTERS, since=since)["cluster"].dropna().tolist())
 
 
 def configured_first(configured: list[str], found: list[str]) -> list[str]:

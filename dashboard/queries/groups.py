@@ -1,12 +1,22 @@
-"""The consumer groups page: every group's newest status and rates, and one group's drill-down."""
+"""The consumer groups page: one page of groups (filtered and ordered worst first in SQL), their
+rates, and one group's drill-down.
+
+Why a page at a time: a fleet holds tens of thousands of groups. Choosing the newest status per
+group over the last hour is the one cost that grows with the fleet, so it runs once per render,
+narrow (the columns the filters and the order need), into a temporary table on the loader's own
+connection; counts, filter choices and the page are cheap reads of it, and only the page's groups
+have their whole rows and their lag_1m rates read.
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from dashboard.queries import BUCKET, IN_LATEST, IN_RANGE, Frames, Lake, Scope, run, session
+from dashboard.queries import BUCKET, IN_LATEST, IN_RANGE, Frames, Lake, Scope, bind, run, session
 from lagwatch import vocabulary
 from lagwatch.lake_queries import newest_rows
 
@@ -14,16 +24,66 @@ if TYPE_CHECKING:
     import duckdb
 
 (MEMBER_EPOCH,) = vocabulary.require("consumer_group_member_epoch")
+#: Rows per page of the groups table unless the reader picks another size.
+PAGE_SIZE = 100
 
 #: group_status is keyed by minute (window_start); the filter on it is what reaches the Parquet
 #: scan below the views' dedupe, updated_at (within that minute) then trims the edges.
-SQL_GROUPS_LATEST = newest_rows(
-    "group_status",
+IN_RECENT_STATUS = (
+    "cluster = $cluster AND window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end "
+    "AND updated_at >= $recent_start AND updated_at < $end"
+)
+GROUP_COLUMNS = (
     "group_id, status, reason, rule, total_lag, max_lag, max_time_lag_s, max_time_lag_method, partitions, topics, "
-    "group_state, members, rebalances, rebalancing_s, group_type, group_epoch, updated_at",
+    "group_state, members, rebalances, rebalancing_s, group_type, group_epoch, updated_at"
+)
+#: What the rates query adds to a group's row.
+RATE_COLUMNS = ("consume_rate", "produce_rate", "eta_s", "rate_span_s")
+SQL_GROUPS_LATEST = newest_rows(
+    "group_status", GROUP_COLUMNS, key="group_id", where=IN_RECENT_STATUS, newest_by="updated_at"
+)
+
+#: The temporary table one render's newest statuses go into (dropped with the connection).
+INDEX_TABLE = "group_index"
+#: Every group's newest status, only what the filters and the order read (and its minute, so
+#: the page's whole rows are read from that minute on, not from the whole hour).
+SQL_GROUP_INDEX = f"""CREATE TEMP TABLE {INDEX_TABLE} AS
+{newest_rows("group_status", "group_id, window_start, status, total_lag, group_type, topics",
+             key="group_id", where=IN_RECENT_STATUS, newest_by="updated_at")}"""  # fmt: skip
+
+#: group_status.topics is the group's topics, sorted and comma-joined (a Kafka topic name holds
+#: no comma); the search is a plain substring of the group id, either case.
+MATCHES = """($search = '' OR contains(lower(group_id), lower($search)))
+  AND (len($statuses::VARCHAR[]) = 0 OR list_contains($statuses::VARCHAR[], status))
+  AND (len($types::VARCHAR[]) = 0 OR list_contains($types::VARCHAR[], group_type))
+  AND (len($topics::VARCHAR[]) = 0 OR list_has_any(string_split(topics, ','), $topics::VARCHAR[]))"""
+#: Worst status first (an unknown one last), then the most lag; the group id makes pages stable.
+WORST_FIRST = (
+    f"list_position({list(reversed(vocabulary.STATUS_ORDER))}, status) NULLS LAST, total_lag DESC NULLS LAST, group_id"
+)
+
+#: The totals and the filters' choices (every status, type and topic among all the groups).
+SQL_GROUP_COUNTS = f"""
+SELECT count(*) AS groups, count(*) FILTER (WHERE {MATCHES}) AS matching,
+       coalesce(list_sort(list_distinct(list(status))), []) AS statuses,
+       coalesce(list_sort(list_distinct(list(group_type))), []) AS group_types,
+       coalesce(list_sort(list_filter(list_distinct(flatten(list(string_split(topics, ',')))), lambda t: t <> '')), [])
+         AS topic_names
+FROM {INDEX_TABLE}
+"""
+
+SQL_GROUP_PAGE = f"""
+SELECT group_id, window_start FROM {INDEX_TABLE} WHERE {MATCHES}
+ORDER BY {WORST_FIRST} LIMIT $limit OFFSET $offset
+"""
+
+#: The whole newest rows of some groups ($ids), read from the oldest of their newest minutes
+#: ($since) on: the same rows the index chose, at the cost of a few minutes of files.
+SQL_GROUP_ROWS = newest_rows(
+    "group_status",
+    GROUP_COLUMNS,
     key="group_id",
-    where="cluster = $cluster AND window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end "
-    "AND updated_at >= $recent_start AND updated_at < $end",
+    where=f"{IN_RECENT_STATUS} AND list_contains($ids::VARCHAR[], group_id) AND window_start >= $since",
     newest_by="updated_at",
 )
 
@@ -34,17 +94,27 @@ def partitions_latest(columns: str) -> str:
     return newest_rows("lag_1m", columns, key="group_id, topic, partition", where=IN_LATEST)
 
 
-#: From each partition's newest row: a group's ETA is its slowest partition's, and NULL ("not
-#: catching up") as soon as one lagging partition is not catching up; rate_span_s is the
-#: shortest span any partition's rates were measured over (the ETA's basis).
-SQL_GROUP_RATES_LATEST = f"""
+def group_rates(where: str) -> str:
+    """Summed rates and the ETA per group, from each partition's newest lag_1m row `where` keeps.
+
+    A group's ETA is its slowest partition's, and NULL ("not catching up") as soon as one lagging
+    partition is not catching up; rate_span_s is the shortest span any partition's rates were
+    measured over (the ETA's basis).
+    """
+    columns = "group_id, lag, consume_rate, produce_rate, eta_s, rate_span_s"
+    return f"""
 WITH latest AS (
-{partitions_latest("group_id, lag, consume_rate, produce_rate, eta_s, rate_span_s")})
+{newest_rows("lag_1m", columns, key="group_id, topic, partition", where=where)})
 SELECT group_id, sum(consume_rate) AS consume_rate, sum(produce_rate) AS produce_rate,
        CASE WHEN bool_or(eta_s IS NULL AND lag > 0) THEN NULL ELSE max(eta_s) END AS eta_s,
        min(rate_span_s) AS rate_span_s
 FROM latest GROUP BY group_id
 """
+
+
+SQL_GROUP_RATES_LATEST = group_rates(IN_LATEST)
+#: The same for some groups only ($ids): the filter on the key column reaches the Parquet scan.
+SQL_GROUP_RATES_FOR = group_rates(f"{IN_LATEST} AND list_contains($ids::VARCHAR[], group_id)")
 
 #: One scan for the drill-down: per bucket and partition; the page sums partitions itself.
 SQL_GROUP_PARTITIONS = f"""
@@ -89,6 +159,24 @@ ORDER BY time
 """
 
 
+@dataclass(frozen=True)
+class GroupFilter:
+    """What the reader narrowed the table to; an empty field keeps every group."""
+
+    search: str = ""
+    statuses: tuple[str, ...] = ()
+    group_types: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "search": self.search,
+            "statuses": list(self.statuses),
+            "types": list(self.group_types),
+            "topics": list(self.topics),
+        }
+
+
 def table(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> pd.DataFrame:
     """Every group's newest status with its summed rates and ETA, on an open connection (the
     overview lists the same table within its own connection)."""
@@ -97,9 +185,41 @@ def table(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> pd.DataFrame:
     return status.merge(rates, on="group_id", how="left").sort_values("group_id", ignore_index=True)
 
 
-def load(lake: Lake, scope: Scope) -> Frames:
+def last_offset(matching: int, size: int) -> int:
+    """The first row of the last page (0 when nothing matches)."""
+    return max(0, (matching - 1) // size * size)
+
+
+def listing(lake: Lake, scope: Scope, chosen: GroupFilter, offset: int = 0, size: int = PAGE_SIZE) -> Frames:
+    """One page of the groups `chosen` keeps, worst first, with their rates ("groups"), and the
+    totals and filter choices ("summary": one row; its offset is the page's, pulled back to the
+    last page when the filters left fewer groups than `offset`)."""
     with session(lake) as con:
-        return {"groups": table(con, scope.params())}
+        p = scope.params() | chosen.params()
+        con.execute(SQL_GROUP_INDEX, bind(SQL_GROUP_INDEX, p))
+        summary = run(con, SQL_GROUP_COUNTS, **p)
+        offset = min(max(0, offset), last_offset(int(summary["matching"].iloc[0]), size))
+        shown = run(con, SQL_GROUP_PAGE, limit=size, offset=offset, **p)
+        groups = _whole_rows(con, p, shown["group_id"].tolist(), shown["window_start"].min())
+    return {"groups": groups, "summary": summary.assign(offset=offset, size=size)}
+
+
+def one(lake: Lake, scope: Scope, group: str) -> pd.DataFrame:
+    """One group's newest status and rates (no row when it has none in the last hour): the
+    drill-down of a group the shown page does not hold."""
+    with session(lake) as con:
+        p = scope.params()
+        return _whole_rows(con, p, [group], p["recent_start"] - dt.timedelta(minutes=1))
+
+
+def _whole_rows(con: duckdb.DuckDBPyConnection, p: dict[str, Any], ids: list[str], since: Any) -> pd.DataFrame:
+    """The groups `ids` in that order: their newest status rows with their rates."""
+    if not ids:
+        return pd.DataFrame(columns=[*GROUP_COLUMNS.split(", "), *RATE_COLUMNS])
+    status = run(con, SQL_GROUP_ROWS, ids=ids, since=since, **p)
+    rates = run(con, SQL_GROUP_RATES_FOR, ids=ids, **p)
+    ordered = pd.DataFrame({"group_id": ids})
+    return ordered.merge(status, on="group_id").merge(rates, on="group_id", how="left")
 
 
 def detail(lake: Lake, scope: Scope, group: str) -> Frames:
@@ -125,11 +245,15 @@ def detail(lake: Lake, scope: Scope, group: str) -> Frames:
     }
 
 
+def most_lag(groups: pd.DataFrame) -> list[str]:
+    """Group ids, the most lag first: the drill-down's choices, its default first."""
+    return groups.sort_values("total_lag", ascending=False, kind="stable")["group_id"].tolist()
+
+
 def page(lake: Lake, scope: Scope) -> Frames:
-    """What the groups page runs: the table, then the drill-down of the group with most lag."""
-    frames = load(lake, scope)
-    groups = frames["groups"]
-    if len(groups):
-        chosen = str(groups.sort_values("total_lag", ascending=False)["group_id"].iloc[0])
-        frames.update(detail(lake, scope, chosen))
+    """What the groups page runs as opened: the first page unfiltered, then the drill-down of
+    the group on it with most lag."""
+    frames = listing(lake, scope, GroupFilter())
+    if len(frames["groups"]):
+        frames.update(detail(lake, scope, most_lag(frames["groups"])[0]))
     return frames

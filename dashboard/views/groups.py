@@ -1,8 +1,12 @@
-"""Consumer groups: every group's status, lag and rates; a drill-down per group."""
+"""Consumer groups: a page of groups at a time (status, lag, rates), filtered and ordered worst first
+by the query; a drill-down per group."""
 
 from __future__ import annotations
 
 import datetime as dt
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -51,23 +55,62 @@ OWNER_COLUMNS = [
 ]
 
 
-def filtered(groups: pd.DataFrame) -> pd.DataFrame:
-    """Search by group id (plain substring, case-insensitive), status and group type (classic,
-    consumer for KIP-848 groups, share, …)."""
-    left, middle, right = st.columns([2, 1, 1])
-    needle = left.text_input("Search groups", key="group_search", placeholder="group id contains…")
-    statuses = sorted(groups["status"].dropna().unique().tolist(), key=_status_rank)
-    chosen = middle.multiselect("Status", statuses, key="group_status_filter")
-    types = sorted(groups["group_type"].dropna().unique().tolist())
-    chosen_types = right.multiselect("Group type", types, key="group_type_filter")
-    shown = groups
-    if needle:
-        shown = shown[shown["group_id"].str.contains(needle, case=False, regex=False, na=False)]
-    if chosen:
-        shown = shown[shown["status"].isin(chosen)]
-    if chosen_types:
-        shown = shown[shown["group_type"].isin(chosen_types)]
-    return shown
+#: Rows per page the reader can pick; the default is the queries' PAGE_SIZE.
+PAGE_SIZES = [50, group_queries.PAGE_SIZE, 250, 500]
+
+
+def chosen_filter() -> group_queries.GroupFilter:
+    """The filters as the reader left them (their widgets' state), read before the query runs:
+    the widgets are drawn after it, because their choices come from its answer."""
+    value = st.session_state.get
+    return group_queries.GroupFilter(
+        search=str(value("group_search") or ""),
+        statuses=tuple(value("group_status_filter") or ()),
+        group_types=tuple(value("group_type_filter") or ()),
+        topics=tuple(value("group_topic_filter") or ()),
+    )
+
+
+def requested_offset(chosen: group_queries.GroupFilter, size: int) -> int:
+    """The first row of the page asked for; back to the first page when the filters or the page
+    size changed (page 3 of another selection means nothing)."""
+    seen = (chosen, size)
+    if st.session_state.get("group_page_seen") != seen:
+        st.session_state["group_page_seen"] = seen
+        st.session_state["group_page"] = 1
+    return (int(st.session_state.get("group_page") or 1) - 1) * size
+
+
+def filters(summary: pd.Series) -> None:
+    """Search by group id (plain substring, case-insensitive), status, group type (classic,
+    consumer for KIP-848 groups, share, …) and topic consumed: the choices are the groups' own."""
+    left, middle, right, far = st.columns([2, 1, 1, 2])
+    left.text_input("Search groups", key="group_search", placeholder="group id contains…")
+    middle.multiselect(
+        "Status", _choices(summary["statuses"], "group_status_filter", _status_rank), key="group_status_filter"
+    )
+    right.multiselect("Group type", _choices(summary["group_types"], "group_type_filter"), key="group_type_filter")
+    far.multiselect("Topic", _choices(summary["topic_names"], "group_topic_filter"), key="group_topic_filter")
+
+
+def _choices(values: Iterable[Any], key: str, rank: Callable[[str], int] | None = None) -> list[str]:
+    """The lake's values plus any still chosen (a group that left must not break the widget)."""
+    present = {str(v) for v in values} | set(st.session_state.get(key) or ())
+    return sorted(present, key=rank) if rank else sorted(present)
+
+
+def pager(summary: pd.Series) -> None:
+    """'groups 101–200 of 1,234' and the page number; the page shown is the one the query ran
+    (pulled back to the last page when fewer groups match)."""
+    matching, total, offset, size = (int(summary[k]) for k in ("matching", "groups", "offset", "size"))
+    st.session_state["group_page"] = offset // size + 1
+    pages = max(1, math.ceil(matching / size))
+    left, middle, right = st.columns([1, 1, 4])
+    left.number_input(f"Page (of {pages:,})", min_value=1, step=1, key="group_page")
+    middle.selectbox("Rows per page", PAGE_SIZES, index=PAGE_SIZES.index(size), key="group_page_size")
+    first, last = (offset + 1, min(offset + size, matching)) if matching else (0, 0)
+    narrowed = f" matching ({total:,} in all)" if matching != total else ""
+    right.caption(f"groups {first:,}–{last:,} of {matching:,}{narrowed}")
 
 
 def _status_rank(status: str) -> int:
@@ -77,15 +120,16 @@ def _status_rank(status: str) -> int:
 
 
 def group_table(groups: pd.DataFrame) -> None:
-    ranked = groups.assign(_rank=groups["status"].map(_status_rank))
-    ranked = ranked.sort_values(["_rank", "total_lag"], ascending=[True, False])
-    ui.table(ui.with_time_lag_text(ranked[TABLE_COLUMNS]), **ui.group_columns())
+    """One page of groups, worst first as the query ordered them."""
+    ui.table(ui.with_time_lag_text(groups[TABLE_COLUMNS]), **ui.group_columns())
     st.caption(ui.TIME_LAG_CAPTION)
 
 
 def drill_down(ctx: ui.AppContext, scope: Scope, groups: pd.DataFrame) -> None:
-    by_lag = groups.sort_values("total_lag", ascending=False)["group_id"].tolist()
-    group = state.selected("group", by_lag, "Group")
+    """The group in the URL, else the page's group with most lag; the choices are the page's groups
+    and the group in the URL (kept while the reader pages on)."""
+    groups = with_linked_group(ctx, scope, groups)
+    group = state.selected("group", group_queries.most_lag(groups), "Group")
     if group is None:
         return
     preset = st.query_params.get("range", "1h")
@@ -117,6 +161,18 @@ def drill_down(ctx: ui.AppContext, scope: Scope, groups: pd.DataFrame) -> None:
     _owners(detail["owners"])
     _member_epochs(detail["member_epochs"], row["group_epoch"])
     _detail_charts(detail)
+
+
+def with_linked_group(ctx: ui.AppContext, scope: Scope, groups: pd.DataFrame) -> pd.DataFrame:
+    """The page's groups plus the one the URL names when it is on another page (a pasted link
+    opens that group's drill-down whatever the table shows)."""
+    linked = st.query_params.get("group")
+    if not linked or linked in set(groups["group_id"]):
+        return groups
+    row = group_queries.one(ctx.lake, scope, str(linked))
+    if row.empty or groups.empty:
+        return groups if row.empty else row
+    return pd.concat([row, groups], ignore_index=True)
 
 
 def catch_up(eta_s: float | None, total_lag: float | None) -> str:
@@ -179,16 +235,23 @@ def _detail_charts(detail: Frames) -> None:
 
 
 def render(ctx: ui.AppContext, scope: Scope) -> None:
-    groups = group_queries.load(ctx.lake, scope)["groups"]
-    if groups.empty:
+    chosen = chosen_filter()
+    size = int(st.session_state.get("group_page_size") or group_queries.PAGE_SIZE)
+    listing = group_queries.listing(ctx.lake, scope, chosen, requested_offset(chosen, size), size)
+    summary = listing["summary"].iloc[0]
+    if summary["groups"] == 0:
         ui.empty(
             "No consumer groups in this range: check `collect.groups_allow` / `groups_deny` in config.toml and "
             "that `lagwatch collect` and `lagwatch stream` are running."
         )
         return
-    shown = filtered(groups)
-    st.caption(f"{len(shown)} of {len(groups)} groups")
-    group_table(shown)
+    filters(summary)
+    pager(summary)
+    groups = listing["groups"]
+    if groups.empty:
+        ui.empty("No group matches these filters: clear the search or a filter to see more.")
+    else:
+        group_table(groups)
     st.subheader("Drill-down")
     drill_down(ctx, scope, groups)
 

@@ -375,6 +375,16 @@ def _dead_rows(t: dt.datetime) -> list[dict[str, Any]]:
     ]
 
 
+def write_lake(root: Path, rows: dict[str, list[dict[str, Any]]], batch: str) -> tuple[Path, Path]:
+    """`rows` per table written as real Parquet under root/lake, and the views file: (lake, views)."""
+    lake_dir, views = root / "lake", root / "lagwatch.duckdb"
+    lakelib.ensure_lake(lake_dir)
+    for table, table_rows in rows.items():
+        lakelib.write_rows(lake_dir, table, lakelib.rows_to_arrow(table, table_rows), batch)
+    lakelib.write_views_file(lake_dir, views)
+    return lake_dir, views
+
+
 def build_known_lake(root: Path) -> KnownLake:
     now = dt.datetime.now(dt.UTC).replace(second=0, microsecond=0)
     t = now - dt.timedelta(minutes=2)
@@ -387,11 +397,7 @@ def build_known_lake(root: Path) -> KnownLake:
         "pipeline_progress": _progress_rows(t),
         "dead_letters": _dead_rows(t),
     }
-    lake_dir, views = root / "lake", root / "lagwatch.duckdb"
-    lakelib.ensure_lake(lake_dir)
-    for table, table_rows in rows.items():
-        lakelib.write_rows(lake_dir, table, lakelib.rows_to_arrow(table, table_rows), "fixture")
-    lakelib.write_views_file(lake_dir, views)
+    lake_dir, views = write_lake(root, rows, "fixture")
     port = free_port()
     config_path = root / "config.toml"
     config_path.write_text(
