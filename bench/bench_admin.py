@@ -11,8 +11,9 @@ Measured per broker: the collector's CPU (this process: Python and librdkafka's 
 partition offset read (committed + log-end + log-start offsets of one cycle), the cycle's wall
 time, the broker process's CPU over the same cycles (/proc/<pid>/stat), and peak RSS of both.
 The committed offsets come from the commit log where the broker has one (the default); with
-`commit_log = off` the OffsetFetch path is measured both ways: many groups per request (the
-protocol client) and one request per group (librdkafka, its fallback).
+`commit_log = off` the OffsetFetch path is measured both ways, with the groups' describe going
+the same way: many groups per request (the protocol client) and requests per group (librdkafka,
+its fallback).
 Separately, the CPU of publishing one cycle's samples (JSON, key, produce) with the product's
 publisher, to a samples topic on the same broker.
 """
@@ -33,7 +34,7 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from bench.common import Result, cpu_seconds_self, peak_rss_mb_self
-from collectors.admin import committed_offsets
+from collectors.admin import protocol_choice
 from collectors.admin.collector import AdminCollector
 from collectors.base import SampleFactory, ScrapeResult
 from collectors.publisher import SamplePublisher
@@ -247,7 +248,7 @@ def measure_cycles(
                 del result  # freed before the cycle collector resumes, as in the collect loop
             progress(
                 f"describe_groups={describe_groups} commit_log={commit_log} "
-                f"protocol_client={committed_offsets.PROTOCOL_CLIENT} cycle {cycle + 1}: "
+                f"protocol_client={protocol_choice.PROTOCOL_CLIENT} cycle {cycle + 1}: "
                 f"{cycles.durations[-1]:.2f} s, {cycles.offsets:,} offsets, {cycles.samples:,} samples, "
                 f"commit_log_in_use {cycles.commit_log_in_use}"
             )
@@ -287,11 +288,11 @@ def bench_broker(name: str, bootstrap: str, pid: int, last_alone: bool) -> list[
     default = measure_cycles(bootstrap, pid, describe_groups=True, count=CYCLES, keep=samples)
     undescribed = measure_cycles(bootstrap, pid, describe_groups=False, count=2)
     batched = measure_cycles(bootstrap, pid, describe_groups=True, count=CYCLES, commit_log="off")
-    committed_offsets.PROTOCOL_CLIENT = False
+    protocol_choice.PROTOCOL_CLIENT = False
     try:
         per_group = measure_cycles(bootstrap, pid, describe_groups=True, count=CYCLES, commit_log="off")
     finally:
-        committed_offsets.PROTOCOL_CLIENT = True
+        protocol_choice.PROTOCOL_CLIENT = True
     progress(f"{name}: publishing one cycle's {len(samples):,} samples")
     publish_s = publish_cpu_s(bootstrap, samples)
     context = f"load average {load:.1f} at start on {os.cpu_count()} cores"
@@ -300,11 +301,11 @@ def bench_broker(name: str, bootstrap: str, pid: int, last_alone: bool) -> list[
                CPU_PER_OFFSET_BAR_US, "max",
                f"{default.collector_cpu_s:.2f} s CPU per cycle of {default.offsets:,} offsets (committed, "
                f"log-end, log-start), {default.samples:,} samples built; {context}"),
-        Result(f"{name}: collector CPU per partition offset, OffsetFetch in batches of groups",
+        Result(f"{name}: collector CPU per partition offset, OffsetFetch and describe in batches of groups",
                batched.cpu_per_offset_us, "µs", CPU_PER_OFFSET_BAR_US, "max",
                f"commit_log = off, Lagwatch's protocol client; {batched.collector_cpu_s:.2f} s CPU per cycle, "
                f"{batched.note(name)}"),
-        Result(f"{name}: collector CPU per partition offset, OffsetFetch per group (librdkafka)",
+        Result(f"{name}: collector CPU per partition offset, OffsetFetch and describe per group (librdkafka)",
                per_group.cpu_per_offset_us, "µs", None,
                note=f"commit_log = off, the fallback path; {per_group.collector_cpu_s:.2f} s CPU per cycle, "
                f"{per_group.note(name)}"),

@@ -6,7 +6,8 @@ topics new to the collector or due for a refresh (:mod:`collectors.admin.topic_c
 of each partition of a size-limited topic (:mod:`collectors.log_dirs.reader`); the group list; committed
 offsets of every allowed group; consumer lag from the end and
 committed offsets of this very cycle; and, if `collect.describe_groups`, each group's state,
-member count and the member that owns each partition. The rules that turn readings into
+member count and the member that owns each partition (many groups per request where the brokers
+speak it: :mod:`collectors.admin.group_descriptions`). The rules that turn readings into
 samples are in :mod:`collectors.admin.samples`; the concurrent request machinery in
 :mod:`collectors.admin.requests`.
 
@@ -38,10 +39,10 @@ from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, ConsumerGroupDescription, ListConsumerGroupsResult, OffsetSpec
 
 from collectors.admin.committed_offsets import CommittedOffsetReader
+from collectors.admin.group_descriptions import GroupDescriber
 from collectors.admin.group_visibility import HiddenGroups, literal_names, refused
 from collectors.admin.requests import (
     KeyedReads,
-    describe_groups,
     error_text,
     read_log_offsets,
     request_timeout,
@@ -71,6 +72,7 @@ from collectors.commit_log.reader import (
     skipped_samples,
 )
 from collectors.commit_log.topics import TopicIdNamer
+from collectors.kafka_protocol.connection import ClientSecurity
 from collectors.log_dirs.reader import LogDirReader
 from collectors.share_groups.reader import ShareGroupReader
 from collectors.share_groups.samples import share_group_samples
@@ -134,7 +136,9 @@ class AdminCollector:
         self._fallback_said: str | None = None
         self._share_groups = ShareGroupReader(self.name, self._settings, self._group_allowed, cluster=self.cluster.name)
         self._log_dirs = LogDirReader(self.name, self._settings, cluster=self.cluster.name)
-        self._committed = CommittedOffsetReader(self.name, self._settings, cluster=self.cluster.name)
+        security = ClientSecurity.or_reason(self.cluster.name, self._settings)  # one login setup (token) for both
+        self._committed = CommittedOffsetReader(self.name, security)
+        self._describer = GroupDescriber(self.name, security)
         # Streams groups (KIP-1071): ListGroups leaves them out, so their ids come from this reader.
         self._streams_groups = StreamsGroupReader(
             self.name, self._settings, self._group_allowed, cluster=self.cluster.name
@@ -246,9 +250,9 @@ class AdminCollector:
             cycle.errors.add(line)
         if self._commit_log is not None:
             samples.append(in_use_sample(ts, make, reader is not None))
-        samples.extend(self._group_states(cycle, listings))
+        samples.extend(self._group_states(cycle, metadata, listings))
         streams = streams_read()
-        self._find_unlisted_hidden(cycle, listings.keys() | streams.descriptions.keys(), reader)
+        self._find_unlisted_hidden(cycle, metadata, listings.keys() | streams.descriptions.keys(), reader)
         samples.append(self._hidden.report(cycle.hidden, ts, make))
         share_samples, share_errors = share_group_samples(shares_read(), self._topic_allowed, ts, make)
         samples.extend(share_samples)
@@ -407,14 +411,19 @@ class AdminCollector:
             )
         return samples
 
-    def _group_states(self, cycle: _Cycle, listings: dict[str, Listing]) -> list[Sample]:
+    def _group_states(self, cycle: _Cycle, metadata: Any, listings: dict[str, Listing]) -> list[Sample]:
         """State and type from DescribeGroups when enabled (with the members and their partitions), else
         from ListGroups."""
         collect = self._config.collect
         described: KeyedReads[str, ConsumerGroupDescription] = KeyedReads()
         if collect.describe_groups and listings:
-            described = describe_groups(
-                cycle.admin, sorted(listings), collect.describe_groups_batch, collect.admin_concurrency, cycle.deadline
+            described = self._describer.read(
+                cycle.admin,
+                metadata,
+                sorted(listings),
+                collect.describe_groups_batch,
+                collect.admin_concurrency,
+                cycle.deadline,
             )
             for group_id, error in described.errors.items():
                 cycle.refused_or_error(group_id, error, "consumer_group_state")
@@ -442,7 +451,9 @@ class AdminCollector:
                     samples.extend(describe(group_id, description, self._topic_allowed, cycle.ts, cycle.make))
         return samples
 
-    def _find_unlisted_hidden(self, cycle: _Cycle, listed: Collection[str], reader: CommitLogReader | None) -> None:
+    def _find_unlisted_hidden(
+        self, cycle: _Cycle, metadata: Any, listed: Collection[str], reader: CommitLogReader | None
+    ) -> None:
         """Groups known from the commit log or named in groups_allow but not listed: ListGroups leaves
         out the groups the principal may not describe (without Describe on the cluster). Describing them
         tells hidden from absent (collectors/admin/group_visibility.py)."""
@@ -451,8 +462,14 @@ class AdminCollector:
         if not unlisted:
             return
         collect = self._config.collect
-        described = describe_groups(
-            cycle.admin, unlisted, collect.describe_groups_batch, collect.admin_concurrency, cycle.deadline
+        described = self._describer.read(
+            cycle.admin,
+            metadata,
+            unlisted,
+            collect.describe_groups_batch,
+            collect.admin_concurrency,
+            cycle.deadline,
+            listed=False,
         )
         cycle.hidden.update(group_id for group_id, error in described.errors.items() if refused(error))
 

@@ -4,30 +4,26 @@ client, many groups per request, or librdkafka, one request per group.
 Why both: confluent-kafka's `list_consumer_group_offsets` takes one group per call, and
 librdkafka's handling of one request per group is most of a large cycle's CPU; the own client
 (collectors/kafka_protocol/group_offsets.py) asks each coordinator for hundreds of groups at
-once. librdkafka stays the fallback wherever the own client cannot go: a security setting it
-refuses (named in the log line), brokers without OffsetFetch v8 (Kafka before 3.0), a broker it
-cannot reach while librdkafka can. Each reason is logged once, and again only when it changes.
+once. librdkafka stays the fallback wherever the own client cannot go (:mod:`collectors.admin.protocol_choice`):
+a security setting it refuses, brokers without OffsetFetch v8 (Kafka before 3.0), a broker it
+cannot reach while librdkafka can.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from confluent_kafka.admin import AdminClient
 
+from collectors.admin.protocol_choice import ProtocolChoice
 from collectors.admin.requests import BoundedRequests, GroupOffsets, committed_groups, read_committed_offsets
 from collectors.kafka_protocol.connection import ClientSecurity
-from collectors.kafka_protocol.group_offsets import GroupOffsetsRead, NotSpoken
-from collectors.kafka_protocol.security import SecurityRefused
-from collectors.kafka_protocol.wire import BrokerError, ProtocolError
+from collectors.kafka_protocol.group_offsets import GroupOffsetsRead
 
 log = logging.getLogger(__name__)
-
-#: False sends every group through librdkafka (the bench measures both paths with it).
-PROTOCOL_CLIENT = True
 
 
 class CommittedOffsetReads(Protocol):
@@ -69,13 +65,16 @@ class _ProtocolReads:
 
 
 class CommittedOffsetReader:
-    """The admin collector's OffsetFetch step, kept across cycles (the security settings are
-    read once, and a fallback's reason is said once)."""
+    """The admin collector's OffsetFetch step, kept across cycles (the client's choice and each
+    group's coordinator)."""
 
-    def __init__(self, name: str, client_settings: Mapping[str, Any], *, cluster: str) -> None:
-        self._name = name
-        self._security, self._unsupported = ClientSecurity.or_reason(cluster, client_settings)
-        self._said: str | None = None
+    def __init__(self, name: str, security: tuple[ClientSecurity | None, str | None]) -> None:
+        self._choice = ProtocolChoice(
+            name,
+            security,
+            batched="committed offsets by OffsetFetch in batches of groups",
+            per_group="committed offsets by one OffsetFetch per group",
+        )
         #: Each group's coordinator as last found (GroupOffsetsRead.coordinators), for the listed groups.
         self._coordinators: dict[str, tuple[str, int]] = {}
 
@@ -84,34 +83,16 @@ class CommittedOffsetReader:
     ) -> CommittedOffsetReads:
         """Every group's committed offsets, by the own client where it can, else by librdkafka
         (`limit` requests in flight)."""
-        reason, level = self._unsupported, logging.INFO
-        if self._security is not None and PROTOCOL_CLIENT and group_ids:
+        if group_ids:
             brokers = [(b.host, b.port) for _, b in sorted(metadata.brokers.items())]
             wanted = set(group_ids)  # deleted groups' coordinators are not kept forever
             self._coordinators = {g: a for g, a in self._coordinators.items() if g in wanted}
-            read = GroupOffsetsRead(brokers, group_ids, deadline, self._security, coordinators=self._coordinators)
-            try:
-                reads = _ProtocolReads(read.open())
-                self._say(None, level)
-                return reads
-            except NotSpoken as exc:
-                reason = str(exc)
-            except (OSError, ProtocolError, BrokerError, SecurityRefused) as exc:  # OSError: refused, timed out
-                reason, level = f"the protocol client reached no broker: {exc}", logging.WARNING
-        if reason is not None:
-            self._say(reason, level)
-        return _LibrdkafkaReads(read_committed_offsets(admin, group_ids, limit, deadline))
 
-    def _say(self, reason: str | None, level: int) -> None:
-        """Expected fallbacks (a setting the own client refuses, an old broker) at INFO: nothing is
-        lost but CPU; a broker the own client cannot reach at WARNING."""
-        if reason == self._said:
-            return
-        if reason is None:
-            log.info("%s: committed offsets by OffsetFetch in batches of groups again", self._name)
-        else:
-            log.log(
-                level, "%s: committed offsets by one OffsetFetch per group (librdkafka), not in batches: %s",
-                self._name, reason,
-            )  # fmt: skip
-        self._said = reason
+            def batched(security: ClientSecurity) -> CommittedOffsetReads:
+                read = GroupOffsetsRead(brokers, group_ids, deadline, security, coordinators=self._coordinators)
+                return _ProtocolReads(read.open())
+
+            reads = self._choice.attempt(batched)
+            if reads is not None:
+                return reads
+        return _LibrdkafkaReads(read_committed_offsets(admin, group_ids, limit, deadline))

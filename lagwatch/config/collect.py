@@ -26,10 +26,10 @@ class CollectConfig(StrictModel):
     admin_concurrency: int = Field(16, ge=1)
     #: Partitions per ListOffsets request.
     list_offsets_batch: int = Field(1000, ge=1)
-    #: Describe every collected group each cycle (state, member count). Costs one DescribeGroups
-    #: request per group; turn off on very large clusters if the cycle gets close to timeout_s.
+    #: Describe every collected group each cycle (state, members, who owns each partition): a
+    #: request per coordinator and 500 groups (per group where Lagwatch falls back to librdkafka).
     describe_groups: bool = True
-    #: Groups per describe_consumer_groups call.
+    #: Groups per describe_consumer_groups call, where describing falls back to librdkafka.
     describe_groups_batch: int = Field(100, ge=1)
     #: Seconds between two reads of a topic's retention settings (DescribeConfigs: cleanup.policy,
     #: retention.ms, retention.bytes); a topic new to the collector is read in its first cycle.

@@ -18,7 +18,7 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from collectors.admin import committed_offsets
+from collectors.admin import committed_offsets, protocol_choice
 from collectors.admin.collector import AdminCollector
 from collectors.admin.committed_offsets import CommittedOffsetReader
 from collectors.admin.group_visibility import refused
@@ -46,6 +46,10 @@ GROUPS = 300
 #: Every NEVER_COMMITTED-th group id is asked for but never commits anything.
 NEVER_COMMITTED = 10
 Committed = dict[str, set[tuple[str, int, int, str, int | None]]]
+
+
+def plaintext_security(broker: RealKafkaBroker) -> tuple[ClientSecurity | None, str | None]:
+    return ClientSecurity.or_reason("test", {"bootstrap.servers": broker.bootstrap_servers})
 
 
 def commits_of(index: int, topics: list[str]) -> list[TopicPartition]:
@@ -301,7 +305,7 @@ def test_the_collector_reads_committed_offsets_in_batches_and_librdkafka_reads_t
         with monkeypatch.context() as patched:
             patched.setattr(committed_offsets, "read_committed_offsets", None)  # librdkafka's path would fail
             batched = committed_samples(collector)
-        monkeypatch.setattr(committed_offsets, "PROTOCOL_CLIENT", False)
+        monkeypatch.setattr(protocol_choice, "PROTOCOL_CLIENT", False)
         by_librdkafka = committed_samples(collector)
     finally:
         collector.close()
@@ -319,8 +323,8 @@ def test_brokers_without_offset_fetch_v8_fall_back_to_librdkafka_said_once(
     requests = RequestCounter(monkeypatch)
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
     metadata = admin.list_topics(timeout=10)
-    reader = CommittedOffsetReader("admin@test", {"bootstrap.servers": broker.bootstrap_servers}, cluster="test")
-    caplog.set_level(logging.INFO, logger=committed_offsets.__name__)
+    reader = CommittedOffsetReader("admin@test", plaintext_security(broker))
+    caplog.set_level(logging.INFO, logger=protocol_choice.__name__)
     for _ in range(2):
         read = list(reader.read(admin, metadata, group_ids[:12], 4, time.monotonic() + 30))
         assert {g.group_id: len(g.partitions) for g in read if g.error is None} == {
@@ -388,8 +392,8 @@ def test_a_tls_setting_the_own_client_refuses_falls_back_to_librdkafka(
     _, group_ids = secured_groups
     settings = {**secure_broker.client_settings(ADMIN_USER), "ssl.curves.list": "P-256"}
     admin = AdminClient(settings)
-    reader = CommittedOffsetReader("admin@secured-test", settings, cluster="secured-test")
-    caplog.set_level(logging.INFO, logger=committed_offsets.__name__)
+    reader = CommittedOffsetReader("admin@secured-test", ClientSecurity.or_reason("secured-test", settings))
+    caplog.set_level(logging.INFO, logger=protocol_choice.__name__)
     read = list(reader.read(admin, admin.list_topics(timeout=10), group_ids, 4, time.monotonic() + 30))
     assert sorted(g.group_id for g in read if g.error is None and len(g.partitions) == 2) == sorted(group_ids)
     said = [r.getMessage() for r in caplog.records if "one OffsetFetch per group" in r.getMessage()]
