@@ -125,6 +125,9 @@ class ProgressListener(StreamingQueryListener):
                 row["batch_duration_ms"],
                 "-" if row["freshness_s"] is None else f"{row['freshness_s']:.1f} s",
             )
+            if log.isEnabledFor(logging.DEBUG):  # where a batch's time went, for `--log-level DEBUG`
+                progress = event.progress if isinstance(event.progress, dict) else _progress_dict(event.progress)
+                log.debug("%s batch %d durations (ms): %s", row["query"], row["batch_id"], progress.get("durationMs"))
         except Exception:  # a progress row must never take the pipeline down
             log.exception("could not record streaming progress")
 
