@@ -45,6 +45,9 @@ LATEST_LOOKBACK = dt.timedelta(minutes=10)
 RECENT_LOOKBACK = dt.timedelta(hours=1)
 #: Time series are bucketed so a chart never carries more points than this per series.
 MAX_POINTS = 400
+#: A range longer than this reads the hourly tables (lag_1h) for its closed hours, in buckets of
+#: whole hours, instead of sixty minute rows per hour (docs/dashboard.md, "Hourly rows").
+HOURLY_AFTER = dt.timedelta(hours=24)
 
 #: What a loader returns: named DataFrames, one per section of its page.
 Frames = dict[str, pd.DataFrame]
@@ -75,6 +78,16 @@ class Scope:
         """Chart bucket: whole minutes, at most MAX_POINTS buckets over the range."""
         seconds = (self.end - self.start).total_seconds()
         return max(60, math.ceil(seconds / MAX_POINTS / 60) * 60)
+
+    @property
+    def hourly(self) -> bool:
+        """Whether a chart over this range reads hourly rows (see HOURLY_AFTER)."""
+        return self.end - self.start > HOURLY_AFTER
+
+    @property
+    def hourly_bucket_s(self) -> int:
+        """Chart bucket over hourly rows: whole hours (an hour is never split), at most MAX_POINTS."""
+        return math.ceil(self.bucket_s / 3600) * 3600
 
     @property
     def latest_start(self) -> dt.datetime:

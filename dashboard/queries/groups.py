@@ -5,7 +5,8 @@ Why a page at a time: a fleet holds tens of thousands of groups. Choosing the ne
 group over the last hour is the one cost that grows with the fleet, so it runs once per render,
 narrow (the columns the filters and the order need), into a temporary table on the loader's own
 connection; counts, filter choices and the page are cheap reads of it, and only the page's groups
-have their whole rows and their lag_1m rates read.
+have their whole rows and their lag_1m rates read. The overview asks the same index for its
+counts and short lists. A drill-down over more than a day reads lag_1h for its closed hours.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import pandas as pd
 
 from dashboard.queries import BUCKET, IN_LATEST, IN_RANGE, Frames, Lake, Scope, bind, run, session
 from lagwatch import vocabulary
-from lagwatch.lake_queries import newest_rows
+from lagwatch.lake_hours import HOUR, hour_of, written_until
+from lagwatch.lake_queries import hourly_from_minutes, hourly_rows, newest_rows
 
 if TYPE_CHECKING:
     import duckdb
@@ -26,6 +28,8 @@ if TYPE_CHECKING:
 (MEMBER_EPOCH,) = vocabulary.require("consumer_group_member_epoch")
 #: Rows per page of the groups table unless the reader picks another size.
 PAGE_SIZE = 100
+#: Rows of each of the overview's short lists of groups.
+SHOWN_WORST = 10
 
 #: group_status is keyed by minute (window_start); the filter on it is what reaches the Parquet
 #: scan below the views' dedupe, updated_at (within that minute) then trims the edges.
@@ -39,16 +43,13 @@ GROUP_COLUMNS = (
 )
 #: What the rates query adds to a group's row.
 RATE_COLUMNS = ("consume_rate", "produce_rate", "eta_s", "rate_span_s")
-SQL_GROUPS_LATEST = newest_rows(
-    "group_status", GROUP_COLUMNS, key="group_id", where=IN_RECENT_STATUS, newest_by="updated_at"
-)
 
 #: The temporary table one render's newest statuses go into (dropped with the connection).
 INDEX_TABLE = "group_index"
 #: Every group's newest status, only what the filters and the order read (and its minute, so
 #: the page's whole rows are read from that minute on, not from the whole hour).
 SQL_GROUP_INDEX = f"""CREATE TEMP TABLE {INDEX_TABLE} AS
-{newest_rows("group_status", "group_id, window_start, status, total_lag, group_type, topics",
+{newest_rows("group_status", "group_id, window_start, status, total_lag, max_time_lag_s, group_type, topics",
              key="group_id", where=IN_RECENT_STATUS, newest_by="updated_at")}"""  # fmt: skip
 
 #: group_status.topics is the group's topics, sorted and comma-joined (a Kafka topic name holds
@@ -57,10 +58,17 @@ MATCHES = """($search = '' OR contains(lower(group_id), lower($search)))
   AND (len($statuses::VARCHAR[]) = 0 OR list_contains($statuses::VARCHAR[], status))
   AND (len($types::VARCHAR[]) = 0 OR list_contains($types::VARCHAR[], group_type))
   AND (len($topics::VARCHAR[]) = 0 OR list_has_any(string_split(topics, ','), $topics::VARCHAR[]))"""
-#: Worst status first (an unknown one last), then the most lag; the group id makes pages stable.
-WORST_FIRST = (
-    f"list_position({list(reversed(vocabulary.STATUS_ORDER))}, status) NULLS LAST, total_lag DESC NULLS LAST, group_id"
+#: Worst status first (an unknown one last).
+WORST_STATUS_FIRST = f"list_position({list(reversed(vocabulary.STATUS_ORDER))}, status) NULLS LAST"
+#: Worst status first, then the most lag; the group id makes pages stable.
+WORST_FIRST = f"{WORST_STATUS_FIRST}, total_lag DESC NULLS LAST, group_id"
+#: The overview's lists (ui.by_time_lag_worst_first's rule): a lagging group whose time lag is
+#: unknown first (it may be the worst), then the largest time lag, then the most lag.
+WORST_TIME_LAG_FIRST = (
+    "(max_time_lag_s IS NULL AND coalesce(total_lag, 0) > 0) DESC, coalesce(max_time_lag_s, -1) DESC, "
+    "total_lag DESC NULLS LAST, group_id"
 )
+MOST_LAG_FIRST = "total_lag DESC NULLS LAST, group_id"
 
 #: The totals and the filters' choices (every status, type and topic among all the groups).
 SQL_GROUP_COUNTS = f"""
@@ -76,6 +84,14 @@ SQL_GROUP_PAGE = f"""
 SELECT group_id, window_start FROM {INDEX_TABLE} WHERE {MATCHES}
 ORDER BY {WORST_FIRST} LIMIT $limit OFFSET $offset
 """
+
+#: The overview's counts: groups and their summed lag per status, the worst status first.
+SQL_STATUS_COUNTS = f"""
+SELECT status, count(*) AS groups, sum(total_lag)::BIGINT AS total_lag FROM {INDEX_TABLE}
+GROUP BY status ORDER BY {WORST_STATUS_FIRST}, status
+"""
+SQL_WORST_TIME_LAG = f"SELECT group_id, window_start FROM {INDEX_TABLE} ORDER BY {WORST_TIME_LAG_FIRST} LIMIT $limit"
+SQL_MOST_LAG = f"SELECT group_id, window_start FROM {INDEX_TABLE} ORDER BY {MOST_LAG_FIRST} LIMIT $limit"
 
 #: The whole newest rows of some groups ($ids), read from the oldest of their newest minutes
 #: ($since) on: the same rows the index chose, at the cost of a few minutes of files.
@@ -112,8 +128,7 @@ FROM latest GROUP BY group_id
 """
 
 
-SQL_GROUP_RATES_LATEST = group_rates(IN_LATEST)
-#: The same for some groups only ($ids): the filter on the key column reaches the Parquet scan.
+#: Rates for some groups only ($ids): the filter on the key column reaches the Parquet scan.
 SQL_GROUP_RATES_FOR = group_rates(f"{IN_LATEST} AND list_contains($ids::VARCHAR[], group_id)")
 
 #: One scan for the drill-down: per bucket and partition; the page sums partitions itself.
@@ -125,6 +140,40 @@ WITH per_window AS (
 SELECT {BUCKET} AS time, topic_partition, max(lag) AS lag, max(time_lag_s) AS time_lag_s,
        avg(consume_rate) AS consume_rate, avg(produce_rate) AS produce_rate
 FROM per_window GROUP BY ALL ORDER BY time, topic_partition
+"""
+
+#: The same columns over more than a day, from lag_1h rows: the stored closed hours in
+#: [$hour_from, $minutes_from), the minute rows aggregated the same way up to $hour_to, and the
+#: partial hours at the range's edges ([$start, $hour_from), [$hour_to, $end)) from minute rows.
+#: An hour's max_lag is the largest lag_max of its minutes (the largest lag observed, which can
+#: exceed the minute-end lag that shorter ranges plot). Rates are each partition's offset advance
+#: between the ends of consecutive buckets (NULL for the first bucket and across a rewind).
+_PARTIAL_HOURS = "cluster = $cluster AND group_id = $group AND window_start >= {start} AND window_start < {end}"
+SQL_GROUP_PARTITIONS_HOURLY = f"""
+WITH hours AS (
+  SELECT * FROM (
+{hourly_rows("lag_1h", "$hour_from", "$hour_to", "$minutes_from")}) WHERE cluster = $cluster AND group_id = $group
+  UNION ALL
+  SELECT * FROM (
+{hourly_from_minutes("lag_1h", _PARTIAL_HOURS.format(start="$start", end="$hour_from"))})
+  UNION ALL
+  SELECT * FROM (
+{hourly_from_minutes("lag_1h", _PARTIAL_HOURS.format(start="$hour_to", end="$end"))})
+),
+buckets AS (
+  SELECT time_bucket(to_seconds($bucket_s), hour_start) AS time, topic || '/' || partition AS topic_partition,
+         max(max_lag) AS lag, max(max_time_lag_s) AS time_lag_s,
+         arg_max(last_committed_offset, hour_start) AS committed, arg_max(last_end_offset, hour_start) AS produced
+  FROM hours GROUP BY ALL
+),
+ends AS (SELECT *, least(time + to_seconds($bucket_s), $end) AS bucket_end FROM buckets)
+SELECT time, topic_partition, lag, time_lag_s,
+       CASE WHEN committed >= lag(committed) OVER w
+            THEN (committed - lag(committed) OVER w) / epoch(bucket_end - lag(bucket_end) OVER w) END AS consume_rate,
+       CASE WHEN produced >= lag(produced) OVER w
+            THEN (produced - lag(produced) OVER w) / epoch(bucket_end - lag(bucket_end) OVER w) END AS produce_rate
+FROM ends WINDOW w AS (PARTITION BY topic_partition ORDER BY time)
+ORDER BY time, topic_partition
 """
 
 #: Each partition's newest row in the latest slice: its lag and status and the member owning it.
@@ -177,14 +226,6 @@ class GroupFilter:
         }
 
 
-def table(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> pd.DataFrame:
-    """Every group's newest status with its summed rates and ETA, on an open connection (the
-    overview lists the same table within its own connection)."""
-    status = run(con, SQL_GROUPS_LATEST, **p)
-    rates = run(con, SQL_GROUP_RATES_LATEST, **p)
-    return status.merge(rates, on="group_id", how="left").sort_values("group_id", ignore_index=True)
-
-
 def last_offset(matching: int, size: int) -> int:
     """The first row of the last page (0 when nothing matches)."""
     return max(0, (matching - 1) // size * size)
@@ -222,11 +263,48 @@ def _whole_rows(con: duckdb.DuckDBPyConnection, p: dict[str, Any], ids: list[str
     return ordered.merge(status, on="group_id").merge(rates, on="group_id", how="left")
 
 
+def summary(con: duckdb.DuckDBPyConnection, p: dict[str, Any], shown: int = SHOWN_WORST) -> Frames:
+    """The overview's groups on an open connection: groups and lag per status ("group_counts"), and
+    the `shown` worst by time lag ("worst_time_lag") and by offset lag ("most_lag") with their whole
+    rows. Only the index is built over every group; whole rows and rates are read for the listed."""
+    con.execute(SQL_GROUP_INDEX, bind(SQL_GROUP_INDEX, p))
+    counts = run(con, SQL_STATUS_COUNTS)
+    lists = {
+        "worst_time_lag": run(con, SQL_WORST_TIME_LAG, limit=shown),
+        "most_lag": run(con, SQL_MOST_LAG, limit=shown),
+    }
+    listed = pd.concat(lists.values(), ignore_index=True)
+    rows = _whole_rows(con, p, list(dict.fromkeys(listed["group_id"])), listed["window_start"].min())
+    ordered = {name: frame[["group_id"]].merge(rows, on="group_id") for name, frame in lists.items()}
+    return {"group_counts": counts} | ordered
+
+
+def hourly_params(lake: Lake, scope: Scope) -> dict[str, Any]:
+    """The bounds SQL_GROUP_PARTITIONS_HOURLY needs: the whole hours inside the range, where the
+    stored lag_1h rows end, and a bucket of whole hours."""
+    hour_from = hour_of(scope.start) if hour_of(scope.start) == scope.start else hour_of(scope.start) + HOUR
+    hour_to = max(hour_from, hour_of(scope.end))
+    return {
+        "hour_from": hour_from,
+        "hour_to": hour_to,
+        "minutes_from": written_until(lake.path, "lag_1h", hour_from, hour_to),
+        "bucket_s": scope.hourly_bucket_s,
+    }
+
+
+def partitions_of(con: duckdb.DuckDBPyConnection, lake: Lake, scope: Scope, group: str) -> pd.DataFrame:
+    """Lag per bucket and partition over the range: minute rows up to HOURLY_AFTER, else hourly rows."""
+    p = scope.params() | {"group": group}
+    if scope.hourly:
+        return run(con, SQL_GROUP_PARTITIONS_HOURLY, **(p | hourly_params(lake, scope)))
+    return run(con, SQL_GROUP_PARTITIONS, **p)
+
+
 def detail(lake: Lake, scope: Scope, group: str) -> Frames:
     """One group's drill-down: per-partition lag, summed history, status changes, owners, epochs."""
     with session(lake) as con:
         p = scope.params()
-        partitions = run(con, SQL_GROUP_PARTITIONS, group=group, **p)
+        partitions = partitions_of(con, lake, scope, group)
         status = run(con, SQL_GROUP_STATUS_HISTORY, group=group, **p)
         owners = run(con, SQL_GROUP_OWNERS, group=group, **p)
         member_epochs = run(con, SQL_GROUP_MEMBER_EPOCHS, group=group, **p)

@@ -1,7 +1,9 @@
 """The overview page: broker health, cluster rates, the groups, what fires, pipeline freshness.
 
 Why it borrows the other pages' SQL: the overview is their summary, so it asks exactly what
-they ask (one statement each, one home each), within one connection.
+they ask (one statement each, one home each), within one connection. Its groups are counts and
+two short lists computed in SQL over the groups page's index of newest statuses
+(`groups.summary`): no frame of every group is loaded.
 """
 
 from __future__ import annotations
@@ -35,4 +37,4 @@ def load(lake: Lake, scope: Scope) -> Frames:
             firing=SQL_ALERTS_FIRING,
             pipeline=SQL_PIPELINE_LATEST,
         )
-        return sections | {"groups": group_queries.table(con, p)}
+        return sections | group_queries.summary(con, p)

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import charts, state, ui
-from dashboard.queries import Scope
+from dashboard.queries import Frames, Scope
 from dashboard.queries import overview as overview_queries
 
 HEALTH_TILES = (
@@ -56,24 +56,31 @@ def rates(frame: pd.DataFrame) -> None:
         ui.chart(byte_rates, "overview_bytes")
 
 
-def worst_groups(groups: pd.DataFrame) -> None:
-    if groups.empty:
+def group_counts(counts: pd.DataFrame) -> None:
+    """How many groups are in each status, the worst first: the fleet at a glance."""
+    total = int(counts["groups"].sum())
+    named = [status if isinstance(status, str) else "no status" for status in counts["status"]]
+    parts = " · ".join(f"{ui.number(n)} {status}" for status, n in zip(named, counts["groups"], strict=True))
+    st.caption(f"{ui.number(total)} groups: {parts}")
+
+
+def worst_groups(data: Frames) -> None:
+    if data["group_counts"].empty:
         ui.empty(
             "No consumer groups in this range: check `collect.groups_allow` in config.toml and that "
             "`lagwatch collect` and `lagwatch stream` are running."
         )
         return
+    group_counts(data["group_counts"])
     # Half-width tables: the numbers come before the long reason so they are never cut off.
     columns = ["group_id", "status", "max_time_lag_s", "max_time_lag_method", "total_lag", "reason"]
     left, right = st.columns(2)
     with left:
         st.markdown("**Worst time lag**")
-        worst = ui.by_time_lag_worst_first(groups).head(10)[columns]
-        ui.table(ui.with_time_lag_text(worst), **ui.group_columns())
+        ui.table(ui.with_time_lag_text(data["worst_time_lag"][columns]), **ui.group_columns())
     with right:
         st.markdown("**Worst offset lag**")
-        worst = groups.sort_values("total_lag", ascending=False).head(10)[columns]
-        ui.table(ui.with_time_lag_text(worst), **ui.group_columns())
+        ui.table(ui.with_time_lag_text(data["most_lag"][columns]), **ui.group_columns())
     st.caption(f"{ui.TIME_LAG_CAPTION} Worst time lag: a lagging group whose time lag is unknown first.")
 
 
@@ -102,7 +109,7 @@ def render(ctx: ui.AppContext, scope: Scope) -> None:
     health_tiles(data["gauges"], ctx, scope.cluster)
     rates(data["cluster_rates"])
     st.subheader("Consumer groups")
-    worst_groups(data["groups"])
+    worst_groups(data)
     st.subheader("Alerts")
     firing(data["firing"])
     st.subheader("Pipeline")
