@@ -8,9 +8,10 @@ How offsets flow:
 - The driver-side reader (`latestOffset`, `partitions`, this module) only talks to the broker
   for metadata. Offsets are a JSON dict ``{topic: {partition: next_offset}}`` that Spark stores
   in its checkpoint, so a restarted query resumes exactly where the last committed batch ended.
-- Each batch becomes one input partition per topic-partition with new records; an executor's
-  Python worker assigns that partition, seeks to the start and reads exactly ``[start, end)``
-  (``kafka_source_reader.py``, which also decodes and routes the records when asked).
+- Each batch becomes one range per topic-partition with new records, and the ranges are grouped
+  into input partitions of at least RECORDS_PER_TASK records; an executor's Python worker reads
+  each range of its group exactly, ``[start, end)`` (``kafka_source_reader.py``, which also
+  decodes and routes the records when asked).
 - A per-batch row cap is split in proportion to each partition's backlog: an even split starves
   the busiest partitions, whose old records then arrive behind the watermark and are dropped.
 - An unreachable broker raises :class:`KafkaSourceError` naming the bootstrap servers after a
@@ -31,17 +32,22 @@ from pyspark.sql.types import StructType
 from spark_jobs.kafka_source_reader import (
     KAFKA_OPTION_PREFIX,
     SOURCE_NAME,
+    KafkaRangeGroup,
     KafkaRangePartition,
     KafkaSourceError,
     SourceOptions,
+    grouped_ranges,
     new_consumer,
-    read_range,
+    read_ranges,
 )
 from spark_jobs.schema import KAFKA_RECORD_SCHEMA
 
 log = logging.getLogger(__name__)
 
 Offsets = dict[str, dict[str, int]]
+#: Offsets one task of a batch reads before the next task is planned: a live batch (a collector
+#: cycle's samples) is one task, a backlog a task per partition of the samples topic.
+RECORDS_PER_TASK = 50_000
 
 
 def source_options(
@@ -236,7 +242,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return high if frozen is None else min(high, frozen)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        ranges: list[InputPartition] = []
+        ranges: list[KafkaRangePartition] = []
         for topic, parts in end.items():
             for partition, stop in parts.items():
                 first = _get(start, topic, int(partition))
@@ -244,11 +250,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     first = 0  # new partition, or a reset detected in latestOffset: read from its earliest
                 if int(stop) > first:
                     ranges.append(KafkaRangePartition(topic, int(partition), first, int(stop)))
-        return ranges
+        return list(grouped_ranges(ranges, RECORDS_PER_TASK))
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, KafkaRangePartition)
-        yield from read_range(self.options, partition)
+        assert isinstance(partition, KafkaRangeGroup)
+        yield from read_ranges(self.options, partition)
 
     def commit(self, end: dict) -> None:
         """Nothing to do: the offsets Spark just committed live in its checkpoint."""

@@ -109,6 +109,44 @@ class KafkaRangePartition(InputPartition):
         self.end = end
 
 
+class KafkaRangeGroup(InputPartition):
+    """Ranges of several topic-partitions read one after another by one task (picklable).
+
+    Why: each task of a micro-batch costs a round trip to a Python worker whatever it reads, so
+    a live batch of a few hundred samples spread over every partition of the samples topic
+    reads them in one task; a backlog still gets a task per partition (:func:`grouped_ranges`).
+    """
+
+    def __init__(self, ranges: list[KafkaRangePartition]) -> None:
+        super().__init__(tuple(part.value for part in ranges))
+        self.ranges = ranges
+
+    @property
+    def records(self) -> int:
+        return sum(part.end - part.start for part in self.ranges)
+
+
+def grouped_ranges(ranges: list[KafkaRangePartition], records_per_task: int) -> list[KafkaRangeGroup]:
+    """The ranges in groups of at least `records_per_task` offsets (the last one may hold fewer), in
+    their order: a range that size or larger is a group of its own."""
+    groups: list[KafkaRangeGroup] = []
+    current: list[KafkaRangePartition] = []
+    for part in ranges:
+        current.append(part)
+        if sum(p.end - p.start for p in current) >= records_per_task:
+            groups.append(KafkaRangeGroup(current))
+            current = []
+    if current:
+        groups.append(KafkaRangeGroup(current))
+    return groups
+
+
+def read_ranges(options: SourceOptions, group: KafkaRangeGroup) -> Iterator[Any]:
+    """Each range of the group, as :func:`read_range` reads one."""
+    for part in group.ranges:
+        yield from read_range(options, part)
+
+
 #: Defaults for range reads (a user's own settings win).
 #: - fetch.queue.backoff.ms: how long librdkafka waits before it looks again at a full
 #:   prefetch queue. At 0 its fetcher thread spins on that check for as long as the reader is

@@ -65,3 +65,46 @@ def test_a_range_read_pauses_the_cycle_collector_only_while_it_runs(
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+def test_small_ranges_share_a_task_and_a_large_one_has_its_own() -> None:
+    """A live batch (a few records in each partition) is one task; a backlog a task per partition."""
+    live = [kafka_source_reader.KafkaRangePartition("samples", p, 100, 130) for p in range(6)]
+    [group] = kafka_source_reader.grouped_ranges(live, 50_000)
+    assert (group.ranges, group.records) == (live, 180)
+
+    backlog = [kafka_source_reader.KafkaRangePartition("samples", p, 0, 60_000 + p) for p in range(3)]
+    mixed = [*backlog, kafka_source_reader.KafkaRangePartition("samples", 3, 0, 10)]
+    groups = kafka_source_reader.grouped_ranges(mixed, 50_000)
+    assert [[(r.partition, r.end) for r in g.ranges] for g in groups] == [
+        [(0, 60_000)],
+        [(1, 60_001)],
+        [(2, 60_002)],
+        [(3, 10)],
+    ]
+
+
+def test_one_task_reads_every_range_of_its_group(broker: Any, kafka: Any, unique: Any) -> None:
+    from tests.spark_jobs.samples_io import produce_values
+
+    topic = unique("ranges")
+    kafka.create_topic(topic, 2)
+    for partition in (0, 1):
+        produce_values(
+            broker.bootstrap_servers, topic, [(None, f"p{partition}-{i}".encode()) for i in range(5)], partition
+        )
+    options = kafka_source_reader.SourceOptions.parse(
+        kafka_source.source_options({"bootstrap.servers": broker.bootstrap_servers}, topic)
+    )
+    ranges = [
+        kafka_source_reader.KafkaRangePartition(topic, 0, 1, 4),
+        kafka_source_reader.KafkaRangePartition(topic, 1, 0, 5),
+    ]
+    [group] = kafka_source_reader.grouped_ranges(ranges, kafka_source.RECORDS_PER_TASK)
+
+    rows = [row for batch in kafka_source_reader.read_ranges(options, group) for row in batch.to_pylist()]
+
+    assert [(row["partition"], row["offset"], row["value"]) for row in rows] == [
+        *((0, i, f"p0-{i}".encode()) for i in range(1, 4)),
+        *((1, i, f"p1-{i}".encode()) for i in range(5)),
+    ]
