@@ -64,6 +64,20 @@ class _ProtocolReads:
         return self.read.unfinished
 
 
+@dataclass
+class _Unanswered:
+    """The cycle's deadline came before any group could be asked: every group is unfinished."""
+
+    group_ids: list[str]
+
+    def __iter__(self) -> Iterator[GroupOffsets]:
+        return iter(())
+
+    @property
+    def unfinished(self) -> Sequence[str]:
+        return self.group_ids
+
+
 class CommittedOffsetReader:
     """The admin collector's OffsetFetch step, kept across cycles (the client's choice and each
     group's coordinator)."""
@@ -92,7 +106,10 @@ class CommittedOffsetReader:
                 read = GroupOffsetsRead(brokers, group_ids, deadline, security, coordinators=self._coordinators)
                 return _ProtocolReads(read.open())
 
-            reads = self._choice.attempt(batched)
+            try:
+                reads = self._choice.attempt(batched)
+            except TimeoutError:
+                return _Unanswered(group_ids)
             if reads is not None:
                 return reads
         return _LibrdkafkaReads(read_committed_offsets(admin, group_ids, limit, deadline))

@@ -62,7 +62,10 @@ class GroupDescriber:
                 read = read_group_descriptions(brokers, group_ids, deadline, security, self._remembered)
                 return KeyedReads(read.answers, read.errors, read.unfinished_keys)  # type: ignore[arg-type]
 
-            described = self._choice.attempt(batched)
+            try:
+                described = self._choice.attempt(batched)
+            except TimeoutError:  # the cycle's deadline came first: every group is unfinished
+                return KeyedReads(unfinished_keys=list(group_ids))
             if described is not None:
                 return described
         return describe_groups(admin, group_ids, batch, limit, deadline)

@@ -40,16 +40,19 @@ class ProtocolChoice:
         self._said: str | None = None
 
     def attempt(self, read: Callable[[ClientSecurity], T]) -> T | None:
-        """`read` with the own client's security where it can go; None (the reason said) to fall back."""
+        """`read` with the own client's security where it can go; None (the reason said) to fall back.
+        A TimeoutError (the cycle's deadline reached) goes to the caller: there is no time to fall back."""
         reason, level = self._unsupported, logging.INFO
         if self._security is not None and PROTOCOL_CLIENT:
             try:
                 result = read(self._security)
                 self._say(None, level)
                 return result
+            except TimeoutError:
+                raise  # the cycle's deadline: librdkafka would have no time left either
             except NotSpoken as exc:
                 reason = str(exc)
-            except (OSError, ProtocolError, BrokerError, SecurityRefused) as exc:  # OSError: refused, timed out
+            except (OSError, ProtocolError, BrokerError, SecurityRefused) as exc:  # OSError: refused, reset
                 reason, level = f"the protocol client reached no broker: {exc}", logging.WARNING
         if reason is not None:
             self._say(reason, level)

@@ -67,17 +67,15 @@ class BoundedRequests(Generic[Unit]):
         done: queue.SimpleQueue[tuple[Unit, list[Future[Any]]]] = queue.SimpleQueue()
         waiting = iter(self.units)
         running: dict[int, Unit] = {}
-        for unit in waiting:
+        while len(running) < self.limit and self._time_to_start() and (unit := next(waiting, None)) is not None:
             self._start(unit, done, running)
-            if len(running) >= self.limit:
-                break
         while running:
             try:
                 unit, futures = done.get(timeout=max(0.0, seconds_left(self.deadline)))
             except queue.Empty:
                 break
             running.pop(id(unit), None)
-            next_unit = next(waiting, None)
+            next_unit = next(waiting, None) if self._time_to_start() else None
             if next_unit is not None:
                 self._start(next_unit, done, running)
             yield unit, _detached(futures)
@@ -88,6 +86,12 @@ class BoundedRequests(Generic[Unit]):
                 # requests stall behind it.
                 time.sleep(0)
         self.unfinished = [*running.values(), *waiting]
+
+    def _time_to_start(self) -> bool:
+        """A request is started only with more than librdkafka's shortest timeout left: one sent
+        with less would only time out, and librdkafka's admin requests have aborted the process
+        (an assertion in its coordinator lookup) when many time out at once."""
+        return seconds_left(self.deadline) > MIN_REQUEST_TIMEOUT_S
 
     def _start(
         self, unit: Unit, done: queue.SimpleQueue[tuple[Unit, list[Future[Any]]]], running: dict[int, Unit]

@@ -135,6 +135,9 @@ class _Describer:
         for address in self.brokers:
             try:
                 versions = api_versions(self._connection(address), "0")
+            except TimeoutError:
+                self.__exit__()
+                raise  # the cycle's deadline: no time for another broker either
             except (OSError, ProtocolError, BrokerError, SecurityRefused) as exc:
                 self._drop(address)
                 failures.append(f"{address[0]}:{address[1]}: {exc}")

@@ -100,12 +100,16 @@ class GroupOffsetsRead:
 
     def open(self) -> GroupOffsetsRead:
         """Connect to the first broker that answers and check it speaks the batched requests
-        (:class:`NotSpoken` if not); an OSError naming each broker's failure if none answers."""
+        (:class:`NotSpoken` if not); an OSError naming each broker's failure if none answers, a
+        TimeoutError if the deadline comes first."""
         failures = []
         for address in self.brokers:
             try:
                 connection = self._connect(address)
                 versions = api_versions(connection, self.software_version)
+            except TimeoutError:
+                self.close()
+                raise  # the cycle's deadline: no time for another broker either
             except (OSError, ProtocolError, BrokerError, SecurityRefused) as exc:
                 self._drop(address)
                 failures.append(f"{address[0]}:{address[1]}: {exc}")
