@@ -46,6 +46,7 @@ ON_REQUEST: dict[str, str] = {
     "soak": "bench.soak",
     "batch cost": "bench.bench_batch_cost",
     "lean footprint": "bench.bench_footprint_lean",
+    "fleet": "bench.bench_fleet",
 }
 
 
