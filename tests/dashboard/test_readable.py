@@ -62,9 +62,12 @@ def _settled(page: Any, url: str) -> None:
     page.get_by_test_id("stSidebar").get_by_text("Time range").wait_for(timeout=RENDER_TIMEOUT_MS)
     page.wait_for_function("() => !document.querySelector('[data-testid=stStatusWidget]')", timeout=RENDER_TIMEOUT_MS)
     page.wait_for_timeout(1500)
-    for element in [*page.get_by_test_id("stDataFrame").all(), *page.get_by_test_id("stPlotlyChart").all()]:
+    grids = page.get_by_test_id("stDataFrame").all()
+    for element in [*grids, *page.get_by_test_id("stPlotlyChart").all()]:
         element.scroll_into_view_if_needed()
         page.wait_for_timeout(300)
+    if grids:  # a grid draws its cells a moment after it is in view; on a busy host, later still
+        page.wait_for_function("() => window.__drawn.length > 0", timeout=RENDER_TIMEOUT_MS)
     page.wait_for_timeout(500)
 
 
