@@ -28,7 +28,8 @@ from typing import NamedTuple
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupType
 
-from collectors.kafka_protocol.wire import ProtocolError, Reader, Writer
+from collectors.kafka_protocol.packed_decode import compact_bytes, compact_string, decode_whole, skip_tags, uvarint
+from collectors.kafka_protocol.wire import Reader, Writer
 
 DESCRIBE_GROUPS = 15
 #: The DescribeGroups versions Lagwatch speaks (flexible), oldest first.
@@ -97,71 +98,21 @@ def group_state(name: str) -> ConsumerGroupState:
     return _STATES.get(name.lower(), ConsumerGroupState.UNKNOWN)
 
 
-# -- both responses, walked with struct.unpack_from ------------------------------------------------------
-# A cycle describes every group: a method call per field (wire.Reader) would cost more than the
-# requests saved, so the responses are read in one pass over their bytes, as OffsetFetch's are.
+# -- both responses, read in one pass (collectors/kafka_protocol/packed_decode.py) ---------------------
 
 
 def _decoded(
     reader: Reader, request: str, group: Callable[[bytes, int], tuple[GroupDescription, int]]
 ) -> list[GroupDescription]:
-    data = reader.rest()
-    try:
-        count, at = _uvarint(data, 4)  # after the throttle time
-        groups = []
+    def groups(data: bytes, at: int) -> tuple[list[GroupDescription], int]:
+        count, at = uvarint(data, at)
+        described = []
         for _ in range(count - 1):
-            described, at = group(data, at)
-            groups.append(described)
-        at = _skip_tags(data, at)
-    except (IndexError, struct.error, UnicodeDecodeError) as exc:
-        raise ProtocolError(f"{request} response does not parse: {exc}") from exc
-    if at != len(data):
-        raise ProtocolError(f"{request} response: {len(data) - at} bytes left after the last field")
-    return groups
+            one, at = group(data, at)
+            described.append(one)
+        return described, at
 
-
-def _uvarint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, at
-        shift += 7
-        if shift > 63:
-            raise ProtocolError("unsigned varint longer than 10 bytes")
-
-
-def _skip_tags(data: bytes, at: int) -> int:
-    if data[at] == 0:  # the usual case: no tagged fields
-        return at + 1
-    count, at = _uvarint(data, at)
-    for _ in range(count):
-        _tag, at = _uvarint(data, at)
-        size, at = _uvarint(data, at)
-        at += size
-    return at
-
-
-def _bytes(data: bytes, at: int) -> tuple[bytes, int]:
-    """Compact (nullable) bytes; null reads as empty."""
-    size, at = _uvarint(data, at)
-    end = at + max(size - 1, 0)
-    if end > len(data):
-        raise IndexError("bytes past the end")
-    return data[at:end], end
-
-
-def _string(data: bytes, at: int) -> tuple[str | None, int]:
-    """Compact nullable string."""
-    size, at = _uvarint(data, at)
-    if size == 0:
-        return None, at
-    end = at + size - 1
-    if end > len(data):
-        raise IndexError("string past the end")
-    return data[at:end].decode(), end
+    return decode_whole(reader, request, groups)
 
 
 # -- DescribeGroups v5 / v6 -------------------------------------------------------------------------
@@ -179,18 +130,18 @@ def decode_describe_groups(reader: Reader, version: int) -> list[GroupDescriptio
 
 def _classic_group(data: bytes, at: int, version: int) -> tuple[GroupDescription, int]:
     (error_code,), at = _INT16.unpack_from(data, at), at + 2
-    error_message, at = _string(data, at) if version >= 6 else (None, at)
-    group_id, at = _string(data, at)
-    state, at = _string(data, at)
-    protocol_type, at = _string(data, at)
-    _protocol_data, at = _string(data, at)  # the assignor's name
+    error_message, at = compact_string(data, at) if version >= 6 else (None, at)
+    group_id, at = compact_string(data, at)
+    state, at = compact_string(data, at)
+    protocol_type, at = compact_string(data, at)
+    _protocol_data, at = compact_string(data, at)  # the assignor's name
     consumer_protocol = protocol_type == CONSUMER_PROTOCOL_TYPE
-    count, at = _uvarint(data, at)
+    count, at = uvarint(data, at)
     members = []
     for _ in range(count - 1):
         member, at = _classic_member(data, at, consumer_protocol)
         members.append(member)
-    at = _skip_tags(data, at + 4)  # after the authorized operations
+    at = skip_tags(data, at + 4)  # after the authorized operations
     described = GroupDescription(
         group_id or "", error_code, error_message, group_state(state or ""), ConsumerGroupType.CLASSIC,
         protocol_type or "", members,
@@ -199,15 +150,15 @@ def _classic_group(data: bytes, at: int, version: int) -> tuple[GroupDescription
 
 
 def _classic_member(data: bytes, at: int, consumer_protocol: bool) -> tuple[GroupMember, int]:
-    member_id, at = _string(data, at)
-    instance_id, at = _string(data, at)
-    client_id, at = _string(data, at)
-    host, at = _string(data, at)
-    _metadata, at = _bytes(data, at)  # the subscription
-    assignment, at = _bytes(data, at)
+    member_id, at = compact_string(data, at)
+    instance_id, at = compact_string(data, at)
+    client_id, at = compact_string(data, at)
+    host, at = compact_string(data, at)
+    _metadata, at = compact_bytes(data, at)  # the subscription
+    assignment, at = compact_bytes(data, at)
     partitions = decode_member_assignment(assignment) if consumer_protocol else []
     member = GroupMember(member_id or "", client_id or "", host or "", instance_id, MemberAssignment(partitions))
-    return member, _skip_tags(data, at)
+    return member, skip_tags(data, at)
 
 
 def decode_member_assignment(data: bytes) -> list[AssignedPartition]:
@@ -245,8 +196,7 @@ def _assignment_partitions(data: bytes) -> list[AssignedPartition]:
 
 
 def encode_consumer_group_describe(group_ids: Sequence[str]) -> bytes:
-    writer = Writer().compact_array(list(group_ids), Writer.compact_string)
-    return writer.boolean(False).tagged_fields().bytes()  # IncludeAuthorizedOperations: no
+    return encode_describe_groups(group_ids)  # the same fields: the group ids, IncludeAuthorizedOperations
 
 
 def decode_consumer_group_describe(reader: Reader, version: int) -> list[GroupDescription]:
@@ -256,16 +206,16 @@ def decode_consumer_group_describe(reader: Reader, version: int) -> list[GroupDe
 
 def _consumer_group(data: bytes, at: int, version: int) -> tuple[GroupDescription, int]:
     (error_code,), at = _INT16.unpack_from(data, at), at + 2
-    error_message, at = _string(data, at)
-    group_id, at = _string(data, at)
-    state, at = _string(data, at)
-    _assignor, at = _string(data, at + 8)  # after the group epoch and assignment epoch
-    count, at = _uvarint(data, at)
+    error_message, at = compact_string(data, at)
+    group_id, at = compact_string(data, at)
+    state, at = compact_string(data, at)
+    _assignor, at = compact_string(data, at + 8)  # after the group epoch and assignment epoch
+    count, at = uvarint(data, at)
     members = []
     for _ in range(count - 1):
         member, at = _consumer_member(data, at, version)
         members.append(member)
-    at = _skip_tags(data, at + 4)  # after the authorized operations
+    at = skip_tags(data, at + 4)  # after the authorized operations
     described = GroupDescription(
         group_id or "", error_code, error_message, group_state(state or ""), ConsumerGroupType.CONSUMER,
         CONSUMER_PROTOCOL_TYPE, members,
@@ -274,32 +224,32 @@ def _consumer_group(data: bytes, at: int, version: int) -> tuple[GroupDescriptio
 
 
 def _consumer_member(data: bytes, at: int, version: int) -> tuple[GroupMember, int]:
-    member_id, at = _string(data, at)
-    instance_id, at = _string(data, at)
-    _rack, at = _string(data, at)
-    client_id, at = _string(data, at + 4)  # after the member epoch
-    host, at = _string(data, at)
-    topics, at = _uvarint(data, at)  # the subscribed topic names
+    member_id, at = compact_string(data, at)
+    instance_id, at = compact_string(data, at)
+    _rack, at = compact_string(data, at)
+    client_id, at = compact_string(data, at + 4)  # after the member epoch
+    host, at = compact_string(data, at)
+    topics, at = uvarint(data, at)  # the subscribed topic names
     for _ in range(topics - 1):
-        _topic, at = _string(data, at)
-    _regex, at = _string(data, at)
+        _topic, at = compact_string(data, at)
+    _regex, at = compact_string(data, at)
     assignment, at = _assignment(data, at)
     target, at = _assignment(data, at)
     if version >= 1:
         at += 1  # the member type (a classic or a consumer member)
     member = GroupMember(member_id or "", client_id or "", host or "", instance_id, assignment, target)
-    return member, _skip_tags(data, at)
+    return member, skip_tags(data, at)
 
 
 def _assignment(data: bytes, at: int) -> tuple[MemberAssignment, int]:
     """An Assignment struct: its topics (id, name, partitions) and tagged fields."""
-    topics, at = _uvarint(data, at)
+    topics, at = uvarint(data, at)
     partitions: list[AssignedPartition] = []
     for _ in range(topics - 1):
-        topic, at = _string(data, at + 16)  # after the topic id
-        count, at = _uvarint(data, at)
+        topic, at = compact_string(data, at + 16)  # after the topic id
+        count, at = uvarint(data, at)
         if count > 1:
             partitions.extend(AssignedPartition(topic or "", p) for p in struct.unpack_from(f">{count - 1}i", data, at))
             at += 4 * (count - 1)
-        at = _skip_tags(data, at)
-    return MemberAssignment(partitions), _skip_tags(data, at)
+        at = skip_tags(data, at)
+    return MemberAssignment(partitions), skip_tags(data, at)

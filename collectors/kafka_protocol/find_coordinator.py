@@ -53,9 +53,16 @@ def decode_find_coordinator(reader: Reader) -> list[Coordinator]:
     return coordinators
 
 
+#: Keys per FindCoordinator (the broker answers each key; a bound keeps one answer small).
+KEYS_PER_LOOKUP = 5_000
+
+
 def find_coordinators(
     connection: BrokerConnection, version: int, keys: Sequence[str], key_type: int = GROUP_KEY_TYPE
 ) -> list[Coordinator]:
-    """The coordinator of each of `keys` (one request; the broker answers every key)."""
-    body = encode_find_coordinator(keys, key_type)
-    return decode_find_coordinator(connection.request(FIND_COORDINATOR, version, body, flexible=True))
+    """The coordinator of each of `keys`: a request per KEYS_PER_LOOKUP keys, the broker answering every key."""
+    found: list[Coordinator] = []
+    for start in range(0, len(keys), KEYS_PER_LOOKUP):
+        body = encode_find_coordinator(keys[start : start + KEYS_PER_LOOKUP], key_type)
+        found += decode_find_coordinator(connection.request(FIND_COORDINATOR, version, body, flexible=True))
+    return found

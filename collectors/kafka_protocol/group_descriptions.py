@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupType
 
-from collectors.kafka_protocol.api_versions import api_versions, newest_common_version
+from collectors.kafka_protocol.api_versions import newest_common_version
+from collectors.kafka_protocol.broker_pool import Address, BrokerPool
 from collectors.kafka_protocol.connection import PLAINTEXT, BrokerConnection, ClientSecurity
 from collectors.kafka_protocol.describe_groups import (
     CONSUMER_GROUP_DESCRIBE,
@@ -44,14 +45,13 @@ from collectors.kafka_protocol.find_coordinator import (
     find_coordinators,
 )
 from collectors.kafka_protocol.group_offsets import (
-    KEYS_PER_LOOKUP,
     RETRIED,
     RETRY_BACKOFF_S,
     NotSpoken,
     error_text,
 )
 from collectors.kafka_protocol.security import SecurityRefused
-from collectors.kafka_protocol.wire import BrokerError, ProtocolError
+from collectors.kafka_protocol.wire import ProtocolError
 
 CLIENT_ID = "lagwatch-describe"
 #: Groups per describe request (a described group with members is a few hundred bytes a member).
@@ -60,7 +60,6 @@ GROUP_ID_NOT_FOUND, UNSUPPORTED_VERSION = 69, 35
 #: Group errors that send a group on to the next request (the group is not of the request's kind).
 NOT_THIS_KIND = frozenset({GROUP_ID_NOT_FOUND, UNSUPPORTED_VERSION})
 _NAMES = {DESCRIBE_GROUPS: "DescribeGroups", CONSUMER_GROUP_DESCRIBE: "ConsumerGroupDescribe"}
-Address = tuple[str, int]
 #: A group still to describe: the requests left to ask it with, the next first.
 Asks = tuple[int, ...]
 
@@ -124,41 +123,31 @@ class _Describer:
     security: ClientSecurity
     remembered: Remembered
     read: GroupDescriptions = field(default_factory=GroupDescriptions)
-    _connections: dict[Address, BrokerConnection] = field(default_factory=dict)
+    _pool: BrokerPool = field(init=False)
     #: Groups whose remembered coordinator could not be reached once this cycle (looked up again).
     _failed: set[str] = field(default_factory=set)
     _bootstrap: Address = ("", 0)
     _versions: _Versions = field(default_factory=lambda: _Versions(0, 0, None))
 
+    def __post_init__(self) -> None:
+        self._pool = BrokerPool(CLIENT_ID, self.security)
+
     def __enter__(self) -> _Describer:
-        failures = []
-        for address in self.brokers:
-            try:
-                versions = api_versions(self._connection(address), "0")
-            except TimeoutError:
-                self.__exit__()
-                raise  # the cycle's deadline: no time for another broker either
-            except (OSError, ProtocolError, BrokerError, SecurityRefused) as exc:
-                self._drop(address)
-                failures.append(f"{address[0]}:{address[1]}: {exc}")
-                continue
-            find = newest_common_version(versions, FIND_COORDINATOR, FIND_COORDINATOR_VERSIONS)
-            classic = newest_common_version(versions, DESCRIBE_GROUPS, DESCRIBE_GROUPS_VERSIONS)
-            if find is None or classic is None:
-                self.__exit__()
-                raise NotSpoken(
-                    f"{address[0]}:{address[1]} does not speak FindCoordinator v4+ and DescribeGroups v5+ "
-                    "(Kafka 3.0 and later do)"
-                )
-            consumer = newest_common_version(versions, CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_DESCRIBE_VERSIONS)
-            self._versions, self._bootstrap = _Versions(find, classic, consumer), address
-            return self
-        raise OSError("no broker answered: " + "; ".join(failures or ["no broker in the cluster metadata"]))
+        address, versions = self._pool.first_answering(self.brokers, self.deadline)
+        find = newest_common_version(versions, FIND_COORDINATOR, FIND_COORDINATOR_VERSIONS)
+        classic = newest_common_version(versions, DESCRIBE_GROUPS, DESCRIBE_GROUPS_VERSIONS)
+        if find is None or classic is None:
+            self.__exit__()
+            raise NotSpoken(
+                f"{address[0]}:{address[1]} does not speak FindCoordinator v4+ and DescribeGroups v5+ "
+                "(Kafka 3.0 and later do)"
+            )
+        consumer = newest_common_version(versions, CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_DESCRIBE_VERSIONS)
+        self._versions, self._bootstrap = _Versions(find, classic, consumer), address
+        return self
 
     def __exit__(self, *_: object) -> None:
-        for connection in self._connections.values():
-            connection.close()
-        self._connections.clear()
+        self._pool.close()
 
     def describe(self, group_ids: Sequence[str]) -> GroupDescriptions:
         pending = {group_id: self._asks(group_id) for group_id in group_ids}
@@ -214,14 +203,7 @@ class _Describer:
         if not group_ids:
             return []
         try:
-            connection = self._connection(self._bootstrap)
-            return [
-                coordinator
-                for start in range(0, len(group_ids), KEYS_PER_LOOKUP)
-                for coordinator in find_coordinators(
-                    connection, self._versions.find, group_ids[start : start + KEYS_PER_LOOKUP]
-                )
-            ]
+            return find_coordinators(self._connection(self._bootstrap), self._versions.find, group_ids)
         except TimeoutError:
             raise  # the deadline, not the broker: describe() stops there
         except (OSError, ProtocolError, SecurityRefused) as exc:  # refused, reset, a failed login
@@ -302,16 +284,10 @@ class _Describer:
         return decode_consumer_group_describe(connection.request(api, version, body, flexible=True), version)
 
     def _connection(self, address: Address) -> BrokerConnection:
-        connection = self._connections.get(address)
-        if connection is None:
-            connection = BrokerConnection(address[0], address[1], CLIENT_ID, self.deadline, self.security)
-            self._connections[address] = connection
-        return connection
+        return self._pool.connection(address, self.deadline)
 
     def _drop(self, address: Address) -> None:
-        connection = self._connections.pop(address, None)
-        if connection is not None:
-            connection.close()
+        self._pool.drop(address)
 
 
 def _absent(group_id: str) -> GroupDescription:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError
 
-from collectors.kafka_protocol.api_versions import api_versions, newest_common_version
+from collectors.kafka_protocol.api_versions import newest_common_version
+from collectors.kafka_protocol.broker_pool import BrokerPool
 from collectors.kafka_protocol.connection import PLAINTEXT, BrokerConnection, ClientSecurity
 from collectors.kafka_protocol.find_coordinator import (
     FIND_COORDINATOR,
@@ -35,13 +36,11 @@ from collectors.kafka_protocol.offset_fetch import (
     encode_offset_fetch,
 )
 from collectors.kafka_protocol.security import SecurityRefused
-from collectors.kafka_protocol.wire import BrokerError, ProtocolError, error_name
+from collectors.kafka_protocol.wire import ProtocolError, error_name
 
 CLIENT_ID = "lagwatch-offsets"
 #: Groups per OffsetFetch: an answer of ≈ 0.2 MB at 20 partitions a group; its samples are built before the next.
 GROUPS_PER_REQUEST = 500
-#: Keys per FindCoordinator (the broker answers each key; a bound keeps one answer small).
-KEYS_PER_LOOKUP = 5_000
 #: Pause before asking again for groups whose coordinator is loading or moving.
 RETRY_BACKOFF_S = 0.1
 COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 14, 15, 16
@@ -88,7 +87,7 @@ class GroupOffsetsRead:
     #: rarely moves, and a group whose did answers NOT_COORDINATOR and is looked up again.
     coordinators: dict[str, tuple[str, int]] = field(default_factory=dict)
     unfinished: list[str] = field(default_factory=list)
-    _connections: dict[tuple[str, int], BrokerConnection] = field(default_factory=dict)
+    _pool: BrokerPool = field(init=False)
     _answered: set[str] = field(default_factory=set)
     #: Groups whose remembered coordinator could not be reached once this cycle (looked up again).
     _failed: set[str] = field(default_factory=set)
@@ -97,39 +96,26 @@ class GroupOffsetsRead:
 
     def __post_init__(self) -> None:
         self.unfinished = list(self.group_ids)
+        self._pool = BrokerPool(CLIENT_ID, self.security)
 
     def open(self) -> GroupOffsetsRead:
         """Connect to the first broker that answers and check it speaks the batched requests
         (:class:`NotSpoken` if not); an OSError naming each broker's failure if none answers, a
         TimeoutError if the deadline comes first."""
-        failures = []
-        for address in self.brokers:
-            try:
-                connection = self._connect(address)
-                versions = api_versions(connection, self.software_version)
-            except TimeoutError:
-                self.close()
-                raise  # the cycle's deadline: no time for another broker either
-            except (OSError, ProtocolError, BrokerError, SecurityRefused) as exc:
-                self._drop(address)
-                failures.append(f"{address[0]}:{address[1]}: {exc}")
-                continue
-            find = newest_common_version(versions, FIND_COORDINATOR, FIND_COORDINATOR_VERSIONS)
-            fetch = newest_common_version(versions, OFFSET_FETCH, OFFSET_FETCH_VERSIONS)
-            if find is None or fetch is None:
-                self.close()
-                missing = f"OffsetFetch v{OFFSET_FETCH_VERSIONS[0]}+" if fetch is None else ""
-                if find is None:
-                    missing += (" and " if missing else "") + f"FindCoordinator v{FIND_COORDINATOR_VERSIONS[0]}+"
-                raise NotSpoken(f"{connection.address} does not speak {missing} (Kafka 3.0 and later do)")
-            self._versions, self._bootstrap = _Versions(find, fetch), address
-            return self
-        raise OSError("no broker answered: " + "; ".join(failures or ["no broker in the cluster metadata"]))
+        address, versions = self._pool.first_answering(self.brokers, self.deadline, self.software_version)
+        find = newest_common_version(versions, FIND_COORDINATOR, FIND_COORDINATOR_VERSIONS)
+        fetch = newest_common_version(versions, OFFSET_FETCH, OFFSET_FETCH_VERSIONS)
+        if find is None or fetch is None:
+            self.close()
+            missing = f"OffsetFetch v{OFFSET_FETCH_VERSIONS[0]}+" if fetch is None else ""
+            if find is None:
+                missing += (" and " if missing else "") + f"FindCoordinator v{FIND_COORDINATOR_VERSIONS[0]}+"
+            raise NotSpoken(f"{address[0]}:{address[1]} does not speak {missing} (Kafka 3.0 and later do)")
+        self._versions, self._bootstrap = _Versions(find, fetch), address
+        return self
 
     def close(self) -> None:
-        for connection in self._connections.values():
-            connection.close()
-        self._connections.clear()
+        self._pool.close()
 
     def __enter__(self) -> GroupOffsetsRead:
         return self.open()
@@ -189,11 +175,7 @@ class GroupOffsetsRead:
 
     def _coordinators(self, group_ids: list[str]) -> list[Coordinator]:
         assert self._versions is not None
-        connection = self._connection(self._bootstrap)
-        found: list[Coordinator] = []
-        for start in range(0, len(group_ids), KEYS_PER_LOOKUP):
-            found += find_coordinators(connection, self._versions.find, group_ids[start : start + KEYS_PER_LOOKUP])
-        return found
+        return find_coordinators(self._connection(self._bootstrap), self._versions.find, group_ids)
 
     def _fetch(self, address: tuple[str, int], groups: list[str], retry: list[str]) -> Iterator[GroupCommits]:
         assert self._versions is not None
@@ -235,15 +217,8 @@ class GroupOffsetsRead:
         self._answered.add(answer.group_id)
         return answer
 
-    def _connect(self, address: tuple[str, int]) -> BrokerConnection:
-        connection = BrokerConnection(address[0], address[1], CLIENT_ID, self.deadline, self.security)
-        self._connections[address] = connection
-        return connection
-
     def _connection(self, address: tuple[str, int]) -> BrokerConnection:
-        return self._connections.get(address) or self._connect(address)
+        return self._pool.connection(address, self.deadline)
 
     def _drop(self, address: tuple[str, int]) -> None:
-        connection = self._connections.pop(address, None)
-        if connection is not None:
-            connection.close()
+        self._pool.drop(address)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import KafkaError
 
+from collectors.kafka_protocol.packed_decode import compact_string, decode_whole, skip_tags, uvarint
 from collectors.kafka_protocol.wire import ProtocolError, Reader, Writer
 
 OFFSET_FETCH = 9
@@ -72,74 +73,32 @@ def encode_offset_fetch(group_ids: Sequence[str], version: int, require_stable: 
 
 def decode_offset_fetch(reader: Reader) -> list[FetchedGroup]:
     """The groups of a v8 or v9 response (both answer alike); bytes that do not parse: a :class:`ProtocolError`."""
-    data = reader.rest()
-    try:
-        groups, at = _groups(data, 4)  # after the throttle time
-        at = _skip_tags(data, at)
-    except (IndexError, struct.error, UnicodeDecodeError) as exc:
-        raise ProtocolError(f"OffsetFetch response does not parse: {exc}") from exc
-    if at != len(data):
-        raise ProtocolError(f"OffsetFetch response: {len(data) - at} bytes left after the last field")
-    return groups
-
-
-def _uvarint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, at
-        shift += 7
-        if shift > 63:
-            raise ProtocolError("unsigned varint longer than 10 bytes")
-
-
-def _skip_tags(data: bytes, at: int) -> int:
-    if data[at] == 0:  # the usual case: no tagged fields
-        return at + 1
-    count, at = _uvarint(data, at)
-    for _ in range(count):
-        _tag, at = _uvarint(data, at)
-        size, at = _uvarint(data, at)
-        at += size
-    return at
-
-
-def _string(data: bytes, at: int) -> tuple[str | None, int]:
-    size, at = _uvarint(data, at)
-    if size == 0:
-        return None, at
-    end = at + size - 1
-    if end > len(data):
-        raise IndexError("string past the end")
-    return data[at:end].decode(), end
+    return decode_whole(reader, "OffsetFetch", _groups)
 
 
 def _groups(data: bytes, at: int) -> tuple[list[FetchedGroup], int]:
-    count, at = _uvarint(data, at)
+    count, at = uvarint(data, at)
     groups = []
     for _ in range(count - 1):
-        group_id, at = _string(data, at)
+        group_id, at = compact_string(data, at)
         if group_id is None:
             raise ProtocolError("OffsetFetch response: a group without an id")
         partitions: list[CommittedOffset] = []
-        topics, at = _uvarint(data, at)
+        topics, at = uvarint(data, at)
         for _ in range(topics - 1):
             at = _topic_partitions(data, at, partitions)
         (error_code,) = _INT16.unpack_from(data, at)
         groups.append(FetchedGroup(group_id, error_code, partitions))
-        at = _skip_tags(data, at + 2)
+        at = skip_tags(data, at + 2)
     return groups, at
 
 
 def _topic_partitions(data: bytes, at: int, into: list[CommittedOffset]) -> int:
     """One topic's partitions appended to `into`; the position after the topic."""
-    topic, at = _string(data, at)
+    topic, at = compact_string(data, at)
     if topic is None:
         raise ProtocolError("OffsetFetch response: a topic without a name")
-    count, at = _uvarint(data, at)
+    count, at = uvarint(data, at)
     unpack_partition, unpack_int16, append = _PARTITION.unpack_from, _INT16.unpack_from, into.append
     for _ in range(count - 1):
         index, offset, epoch = unpack_partition(data, at)
@@ -148,8 +107,8 @@ def _topic_partitions(data: bytes, at: int, into: list[CommittedOffset]) -> int:
         if size < 2:  # null (0) or empty (1) metadata, the usual: one byte
             metadata, at = (None if size == 0 else ""), at + 1
         else:
-            metadata, at = _string(data, at)
+            metadata, at = compact_string(data, at)
         (error_code,) = unpack_int16(data, at)
-        at = _skip_tags(data, at + 2)
+        at = skip_tags(data, at + 2)
         append(CommittedOffset(topic, index, offset, epoch, metadata, KafkaError(error_code) if error_code else None))
-    return _skip_tags(data, at)
+    return skip_tags(data, at)
