@@ -9,14 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from collectors.admin.samples import GroupStateSamples
 from collectors.base import SampleFactory
 from collectors.kafka_protocol.wire import error_name
 from lagwatch.membership import (
-    GROUP_MEMBERS_METRIC,
     GROUP_STATE_CODE,
-    GROUP_STATE_METRIC,
     GROUP_TYPE_CODE,
-    GROUP_TYPE_METRIC,
     PARTITION_ASSIGNED_METRIC,
 )
 from lagwatch.samples import Sample
@@ -50,12 +48,7 @@ def membership_samples(
 ) -> list[Sample]:
     """State code (an unknown state name is Unknown), member count, type and each allowed partition's owner."""
     code = GROUP_STATE_CODE.get(state, GROUP_STATE_CODE["Unknown"])
-    samples = [
-        make(ts=ts, source=SOURCE, metric=GROUP_STATE_METRIC, kind="gauge", value=code, group_id=group_id),
-        make(ts=ts, source=SOURCE, metric=GROUP_MEMBERS_METRIC, kind="gauge", value=member_count, group_id=group_id),
-        make(ts=ts, source=SOURCE, metric=GROUP_TYPE_METRIC, kind="gauge", value=GROUP_TYPE_CODE[group_type],
-             group_id=group_id),
-    ]  # fmt: skip
+    samples = GroupStateSamples(ts, make)(group_id, code, member_count, GROUP_TYPE_CODE[group_type])
     for (topic, partition), member in sorted(owners.items()):
         if topic_allowed(topic):
             samples.append(

@@ -28,7 +28,14 @@ from typing import NamedTuple
 
 from confluent_kafka import ConsumerGroupState, ConsumerGroupType
 
-from collectors.kafka_protocol.packed_decode import compact_bytes, compact_string, decode_whole, skip_tags, uvarint
+from collectors.kafka_protocol.packed_decode import (
+    compact_array,
+    compact_bytes,
+    compact_string,
+    decode_whole,
+    skip_tags,
+    uvarint,
+)
 from collectors.kafka_protocol.wire import Reader, Writer
 
 DESCRIBE_GROUPS = 15
@@ -104,15 +111,7 @@ def group_state(name: str) -> ConsumerGroupState:
 def _decoded(
     reader: Reader, request: str, group: Callable[[bytes, int], tuple[GroupDescription, int]]
 ) -> list[GroupDescription]:
-    def groups(data: bytes, at: int) -> tuple[list[GroupDescription], int]:
-        count, at = uvarint(data, at)
-        described = []
-        for _ in range(count - 1):
-            one, at = group(data, at)
-            described.append(one)
-        return described, at
-
-    return decode_whole(reader, request, groups)
+    return decode_whole(reader, request, lambda data, at: compact_array(data, at, group))
 
 
 # -- DescribeGroups v5 / v6 -------------------------------------------------------------------------
@@ -136,11 +135,7 @@ def _classic_group(data: bytes, at: int, version: int) -> tuple[GroupDescription
     protocol_type, at = compact_string(data, at)
     _protocol_data, at = compact_string(data, at)  # the assignor's name
     consumer_protocol = protocol_type == CONSUMER_PROTOCOL_TYPE
-    count, at = uvarint(data, at)
-    members = []
-    for _ in range(count - 1):
-        member, at = _classic_member(data, at, consumer_protocol)
-        members.append(member)
+    members, at = compact_array(data, at, lambda data, at: _classic_member(data, at, consumer_protocol))
     at = skip_tags(data, at + 4)  # after the authorized operations
     described = GroupDescription(
         group_id or "", error_code, error_message, group_state(state or ""), ConsumerGroupType.CLASSIC,
@@ -210,11 +205,7 @@ def _consumer_group(data: bytes, at: int, version: int) -> tuple[GroupDescriptio
     group_id, at = compact_string(data, at)
     state, at = compact_string(data, at)
     _assignor, at = compact_string(data, at + 8)  # after the group epoch and assignment epoch
-    count, at = uvarint(data, at)
-    members = []
-    for _ in range(count - 1):
-        member, at = _consumer_member(data, at, version)
-        members.append(member)
+    members, at = compact_array(data, at, lambda data, at: _consumer_member(data, at, version))
     at = skip_tags(data, at + 4)  # after the authorized operations
     described = GroupDescription(
         group_id or "", error_code, error_message, group_state(state or ""), ConsumerGroupType.CONSUMER,

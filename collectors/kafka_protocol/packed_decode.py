@@ -31,6 +31,16 @@ def decode_whole(reader: Reader, request: str, body: Callable[[bytes, int], tupl
     return decoded
 
 
+def compact_array(data: bytes, at: int, item: Callable[[bytes, int], tuple[T, int]]) -> tuple[list[T], int]:
+    """A compact array of `item`s (null reads as empty)."""
+    count, at = uvarint(data, at)
+    items = []
+    for _ in range(count - 1):
+        one, at = item(data, at)
+        items.append(one)
+    return items, at
+
+
 def uvarint(data: bytes, at: int) -> tuple[int, int]:
     value = shift = 0
     while True:
