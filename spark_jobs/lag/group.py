@@ -44,9 +44,8 @@ class GroupFacts:
     window_s: float = 0.0
     #: The cluster's broker events of the window as a clause (None: none); asked only when not OK.
     broker_events: Callable[[], str | None] = lambda: None
-    #: Rebalances within storm_window_s when they make a storm (lag.rebalance_storm_count), else 0.
-    storm: int = 0
-    storm_window_s: float = 0.0
+    #: The rebalance storm's clause (reasons.rebalance_storm) when the group is in one, else None.
+    storm: str | None = None
 
 
 def summarize_group(
@@ -71,7 +70,6 @@ def summarize_group(
         facts.window_s,
         facts.broker_events() if worst.status != _HEALTHY else None,
         facts.storm,
-        facts.storm_window_s,
     )
     return GroupSummary(
         status=worst.status,

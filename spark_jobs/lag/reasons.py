@@ -264,19 +264,19 @@ def group(
     rebalances: int,
     window_s: float,
     broker_events: str | None,
-    storm: int = 0,
-    storm_window_s: float = 0.0,
+    storm: str | None = None,
 ) -> str:
     """A group_status reason: its worst partition's reason and where it is, then the facts that explain it.
-    ``storm``: the rebalances within ``storm_window_s`` when they make a storm (``lag.rebalance_storm_count``)."""
+    ``storm``: the :func:`rebalance_storm` clause when the group's rebalances make a storm, said instead of
+    the window's count."""
     named = f", owner {owner}" if owner and owner not in worst_reason else ""
     reason = f"{worst_reason} [{where[0]}/{where[1]}{named}]"
     if not_ok:
         reason += f"; {not_ok} of {partitions} partitions not OK"
     if hot:
         reason += f"; {hot}"
-    if storm:
-        reason += f"; {rebalance_storm(storm, storm_window_s)}"
+    if storm is not None:
+        reason += f"; {storm}"
     elif rebalances:
         plural = "s" if rebalances > 1 else ""
         reason += f"; {rebalances} rebalance{plural} in {format_duration(window_s)}"

@@ -47,7 +47,7 @@ import pandas as pd
 from lagwatch import lake
 from lagwatch.config import LagConfig
 from lagwatch.vocabulary import GROUP_LOG_START_METRIC, GROUP_SIZE_METRIC
-from spark_jobs.lag import broker_events, membership, retention, unreachable
+from spark_jobs.lag import broker_events, membership, reasons, retention, unreachable
 from spark_jobs.lag.group import GroupFacts, GroupSummary, summarize_group
 from spark_jobs.lag.pairing import (
     LAG_METRICS,
@@ -442,8 +442,7 @@ def _group_row(
         rebalances,
         lag_config.window_s,
         partial(rows.broker_clause, group_key[0], newest),
-        storm,
-        lag_config.rebalance_storm_window_s,
+        reasons.rebalance_storm(storm, lag_config.rebalance_storm_window_s) if storm else None,
     )
     summary = summarize_group(reports, facts)
     state, members = owned.group_at(newest, rows.readings, group_key) if owned is not None else (None, None)

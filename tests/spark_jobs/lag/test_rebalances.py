@@ -10,6 +10,7 @@ import pytest
 from lagwatch.membership import GROUP_MEMBERS_METRIC, GROUP_STATE_CODE, GROUP_STATE_METRIC, REBALANCES_METRIC
 from spark_jobs.lag import membership, rebalances
 from spark_jobs.lag.reasons import group as group_reason
+from spark_jobs.lag.reasons import rebalance_storm
 
 KEEP_MS = 600_000
 STABLE, PREPARING, ASSIGNING = (GROUP_STATE_CODE[s] for s in ("Stable", "PreparingRebalance", "Assigning"))
@@ -72,7 +73,7 @@ def test_the_state_survives_a_checkpoint_and_older_state_loads_without_timelines
 
 
 def test_a_storm_is_named_instead_of_the_window_s_count():
-    storm = group_reason("lag rising", ("t", 0), None, 0, 1, None, 7, 300, None, storm=7, storm_window_s=600)
+    storm = group_reason("lag rising", ("t", 0), None, 0, 1, None, 7, 300, None, storm=rebalance_storm(7, 600))
     assert storm.endswith("; rebalance storm: 7 rebalances in 10m")
     calm = group_reason("lag rising", ("t", 0), None, 0, 1, None, 2, 300, None)
     assert calm.endswith("; 2 rebalances in 5m")
