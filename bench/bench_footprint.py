@@ -45,18 +45,23 @@ COMPONENTS: tuple[tuple[str, str], ...] = (
 )
 
 
+def part_of(pid: int) -> str | None:
+    """The stack part a process belongs to, by COMPONENTS (None once it is gone)."""
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return None
+    return next((name for name, pattern in COMPONENTS if re.search(pattern, command)), "other") if command else None
+
+
 def footprint(root: int) -> dict[str, tuple[float, float, int]]:
     """Component -> (RSS MB, PSS MB, processes) over `root`'s process tree."""
     totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0])
     for pid in [root, *(proc.pid for proc in descendants(root))]:
-        try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if not command:
+        label = part_of(pid)
+        if label is None:
             continue
         rss, pss = rss_pss_kb(pid)
-        label = next((name for name, pattern in COMPONENTS if re.search(pattern, command)), "other")
         entry = totals[label]
         entry[0], entry[1], entry[2] = entry[0] + rss / 1024, entry[1] + pss / 1024, entry[2] + 1
     return {name: (v[0], v[1], int(v[2])) for name, v in totals.items()}

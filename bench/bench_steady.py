@@ -14,13 +14,12 @@ most of it; how its cost grows with the groups monitored is `python -m bench fle
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
 
-from bench.bench_footprint import COMPONENTS
+from bench.bench_footprint import part_of
 from bench.common import Result
 from harness.local_stack import LocalStack
 from shell.processes import descendants
@@ -31,15 +30,6 @@ STACK_BAR_PERCENT = 10.0
 _TICKS = os.sysconf("SC_CLK_TCK")
 #: pid -> (stack part, CPU seconds)
 Readings = dict[int, tuple[str, float]]
-
-
-def part_of(pid: int) -> str | None:
-    """The stack part a process belongs to (None once it is gone)."""
-    try:
-        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return None
-    return next((name for name, pattern in COMPONENTS if re.search(pattern, command)), "other") if command else None
 
 
 def cpu_seconds(pid: int) -> float:
