@@ -64,25 +64,15 @@ def write_batches(directory: Path, batches: Sequence[Sequence[dict[str, Any]]]) 
     return directory
 
 
-def run_stream(
-    spark: Any, source: Path, build: Callable[[Any], Any], checkpoint: Path, tables: Sequence[str]
-) -> dict[str, list[list[Any]]]:
-    """Run build(stream) over the files, one file per batch; per table, each batch's rows.
-
-    Each micro-batch is collected once as Arrow and split with ``rollups.decode_table``, as
-    the job's writer does; rows come back as Spark Rows (UTC times without tzinfo, as collect()).
-    """
+def run_query(
+    spark: Any, source: Path, build: Callable[[Any], Any], checkpoint: Path, write: Callable[..., Any]
+) -> None:
+    """Run build(stream) over the files, one file per batch, each batch handed to `write` (a
+    foreachBatch function) until the files are read; a failed query fails the test."""
     stream = spark.readStream.schema(PARSED_SAMPLE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source))
-    collected: dict[str, list[list[Any]]] = {table: [] for table in tables}
-
-    def keep(batch: Any, batch_id: int) -> None:
-        data = batch.toArrow()
-        for table in tables:
-            collected[table].append(spark.createDataFrame(decode_table(data, table)).collect())
-
     query = (
         build(stream)
-        .writeStream.foreachBatch(keep)
+        .writeStream.foreachBatch(write)
         .outputMode("append")
         .option("checkpointLocation", str(checkpoint))
         .trigger(availableNow=True)
@@ -91,13 +81,29 @@ def run_stream(
     query.awaitTermination()
     if query.exception():
         raise AssertionError(f"streaming query failed: {query.exception()}")
+
+
+def run_stream(
+    spark: Any, source: Path, build: Callable[[Any], Any], checkpoint: Path, tables: Sequence[str]
+) -> dict[str, list[list[Any]]]:
+    """run_query collecting, per table, each batch's rows.
+
+    Each micro-batch is collected once as Arrow and split with ``rollups.decode_table``, as
+    the job's writer does; rows come back as Spark Rows (UTC times without tzinfo, as collect()).
+    """
+    collected: dict[str, list[list[Any]]] = {table: [] for table in tables}
+
+    def keep(batch: Any, batch_id: int) -> None:
+        data = batch.toArrow()
+        for table in tables:
+            collected[table].append(spark.createDataFrame(decode_table(data, table)).collect())
+
+    run_query(spark, source, build, checkpoint, keep)
     return collected
 
 
-def run_rollups(
-    spark: Any, root: Path, batches: Sequence[Sequence[dict[str, Any]]], lag_config: Any, tables: Sequence[str]
-) -> dict[str, list[list[Any]]]:
-    """The job's rollups operator (30 s watermark) over `batches`, one micro-batch each."""
+def rollups_plan(lag_config: Any) -> Callable[[Any], Any]:
+    """The job's plan from parsed samples: pack, route, the rollups operator (30 s watermark)."""
     from spark_jobs.packed import PACKED_DDL, pack_batches
     from spark_jobs.rollups import rollups
     from spark_jobs.route import routed
@@ -106,8 +112,15 @@ def run_rollups(
         packed = stream.mapInArrow(pack_batches, PACKED_DDL)
         return rollups(routed(packed, None, lag_routing=lag_config is not None), 30, lag_config=lag_config)
 
+    return build
+
+
+def run_rollups(
+    spark: Any, root: Path, batches: Sequence[Sequence[dict[str, Any]]], lag_config: Any, tables: Sequence[str]
+) -> dict[str, list[list[Any]]]:
+    """The job's rollups operator (30 s watermark) over `batches`, one micro-batch each."""
     source = write_batches(root / "samples", batches)
-    return run_stream(spark, source, build, root / "checkpoint", tables)
+    return run_stream(spark, source, rollups_plan(lag_config), root / "checkpoint", tables)
 
 
 def newest_by_key(batches: list[list[Any]], key: Callable[[Any], Any]) -> dict[Any, Any]:

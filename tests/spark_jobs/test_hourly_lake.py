@@ -22,7 +22,7 @@ import pytest
 from lagwatch.config import LagConfig
 from lagwatch.vocabulary import STATUS_ORDER
 from spark_jobs import hourly
-from tests.spark_jobs.conftest import parsed_sample, write_batches
+from tests.spark_jobs.conftest import parsed_sample, rollups_plan, run_query, write_batches
 
 UTC = dt.UTC
 FIRST = dt.datetime(2026, 2, 28, 22, 35, tzinfo=UTC)
@@ -67,10 +67,7 @@ def _samples(cycle: int) -> list[dict]:
 def _roll_up_into_lake(spark: Any, root: Path) -> Path:
     """The job's rollups operator (30 s watermark) over the cycles, written by the job's LakeWriter."""
     from spark_jobs.lake_sink import LakeWriter
-    from spark_jobs.packed import PACKED_DDL, pack_batches
-    from spark_jobs.rollups import decode_table, rollups
-    from spark_jobs.route import routed
-    from spark_jobs.schema import PARSED_SAMPLE_SCHEMA
+    from spark_jobs.rollups import decode_table
 
     batches = [
         [row for cycle in range(first, min(first + BATCH_CYCLES, CYCLES)) for row in _samples(cycle)]
@@ -79,18 +76,7 @@ def _roll_up_into_lake(spark: Any, root: Path) -> Path:
     source = write_batches(root / "samples", batches)
     lake = root / "lake"
     writer = LakeWriter(lake, "rollups", {t: partial(decode_table, table=t) for t in TABLES})
-    stream = spark.readStream.schema(PARSED_SAMPLE_SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(source))
-    packed = stream.mapInArrow(pack_batches, PACKED_DDL)
-    frame = rollups(routed(packed, None, lag_routing=True), 30, lag_config=LagConfig(window_s=300))
-    query = (
-        frame.writeStream.foreachBatch(writer)
-        .outputMode("append")
-        .option("checkpointLocation", str(root / "checkpoint"))
-        .trigger(availableNow=True)
-        .start()
-    )
-    query.awaitTermination()
-    assert query.exception() is None, query.exception()
+    run_query(spark, source, rollups_plan(LagConfig(window_s=300)), root / "checkpoint", writer)
     return lake
 
 
