@@ -38,11 +38,11 @@ Rules (also in docs/rollups.md for operators):
 
 from __future__ import annotations
 
-import functools
 import io
 import json
 import logging
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -118,16 +118,34 @@ def _distinct_labels(keys: np.ndarray, ids: np.ndarray | None) -> tuple[np.ndarr
     """(each row's index into the distinct series, the distinct series' parsed labels)."""
     codes, distinct = pd.factorize(keys if ids is None else ids)
     if ids is None:
-        return codes, [_parsed_key(key) for key in distinct]
+        return codes, parsed_keys(distinct.tolist(), distinct)
     a_row = np.empty(len(distinct), np.int64)
     a_row[codes] = np.arange(len(codes))  # any row of a series will do: its id and key are one-to-one
-    return codes, [_parsed_key(key) for key in keys[a_row]]
+    return codes, parsed_keys(distinct.tolist(), keys[a_row])
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def _parsed_key(key: str) -> tuple[Any, ...]:
-    """One series key's labels. Cached: a series' key comes back in every batch and window size."""
-    return tuple(json.loads(key))
+#: Series labels parsed in earlier batches, by series id or key (a series comes back every batch).
+_PARSED: dict[int | str, tuple[Any, ...]] = {}
+#: Entries kept at most; the whole cache is dropped when a batch would pass it. Why not an LRU:
+#: a fleet's batch visits more series than such a bound, in the same order every cycle, and a
+#: cyclic pass over more keys than an LRU holds never hits.
+PARSED_KEYS_MAX = 1 << 19
+
+
+def parsed_keys(names: list[int] | list[str], texts: Sequence[str]) -> list[tuple[Any, ...]]:
+    """The labels of each distinct series, named by its id or key (``names``) and given as its
+    key's JSON text (``texts``); the series not seen before parsed in one JSON call, since a
+    call per key costs several times more at tens of thousands of new series."""
+    found: list[tuple[Any, ...] | None] = list(map(_PARSED.get, names))
+    missing = [i for i, labels in enumerate(found) if labels is None]
+    if not missing:
+        return found  # type: ignore[return-value]
+    if len(_PARSED) + len(missing) > PARSED_KEYS_MAX:
+        _PARSED.clear()
+    parsed = json.loads(f"[{','.join([texts[i] for i in missing])}]")
+    for i, labels in zip(missing, parsed, strict=True):
+        found[i] = _PARSED[names[i]] = tuple(labels)
+    return found  # type: ignore[return-value]
 
 
 def _label_values(decoded: list[tuple[Any, ...]], name: str) -> list[Any]:

@@ -134,8 +134,12 @@ class PartitionTracker:
     @property
     def last_seen_ms(self) -> int:
         """Newest observation or commit: what keeps the partition in the state."""
-        waiting = max((half[0] for half in self.waiting_halves), default=-1)
-        return max(self.last_ts_ms, self.commit_ts[-1] if self.commit_ts else -1, waiting)
+        newest = self.window_ts[-1] if self.window_ts else -1
+        if self.commit_ts and self.commit_ts[-1] > newest:
+            newest = self.commit_ts[-1]
+        if self.waiting_halves and self.waiting_halves[-1][0] > newest:  # kept in time order
+            newest = self.waiting_halves[-1][0]
+        return newest
 
     def see_log_start(self, ts_ms: int, offset: int) -> None:
         """Keep the newest log start offset (older readings, read late, are ignored)."""
@@ -173,7 +177,7 @@ class PartitionTracker:
             return False
         self.commit_ts.insert(at, ts_ms)
         self.commit_offset.insert(at, offset)
-        self._trim_commits(self.last_seen_ms - thresholds.window_ms)
+        self._trim_commits(max(oldest_ms, ts_ms - thresholds.window_ms))  # as of the newest thing seen now
         return True
 
     def _trim_commits(self, oldest_ms: int) -> None:

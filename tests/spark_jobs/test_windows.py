@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from lagwatch.lake import TABLES
+from spark_jobs import windows
 from spark_jobs.windows import LABEL_TYPES, SERIES_COLUMNS, label_arrays, series_labels, window_millis
 from tests.spark_jobs.conftest import newest_by_key, parsed_sample, run_rollups
 
@@ -183,3 +184,19 @@ def test_output_label_columns_match_the_parsed_series_keys() -> None:
     }
     assert arrays["partition"].to_pylist() == [-1, 3, -1, None, 3, -1]
     assert arrays["broker"].to_pylist() == [None, None, None, "1", None, None]
+
+
+def test_parsed_keys_stay_right_when_a_batch_overflows_the_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch with more new series than the cache holds drops the cache and still reads every key."""
+    monkeypatch.setattr(windows, "PARSED_KEYS_MAX", 4)
+    monkeypatch.setattr(windows, "_PARSED", {})
+    labels = [["c", "admin", "consumer_lag", "gauge", None, f"t{n}", n, "g", None] for n in range(6)]
+    texts = [json.dumps(label) for label in labels]
+
+    first = windows.parsed_keys([0, 1, 2], texts[:3])
+    again = [2, 3, 4, 5, 0]  # 3 new beside 2 cached: over 4
+    second = windows.parsed_keys(again, [texts[n] for n in again])
+
+    assert first == [tuple(label) for label in labels[:3]]
+    assert second == [tuple(labels[n]) for n in again]
+    assert set(windows._PARSED) == {3, 4, 5}, "the cache restarts from this batch's new series"
