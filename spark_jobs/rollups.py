@@ -73,6 +73,8 @@ ROLLUP_TABLES: tuple[str, ...] = ("metrics_10s", "metrics_1m", "lag_1m", "group_
 OUTPUT_DDL = "table string, arrow binary"
 STATE_DDL = "blob binary"
 T = TypeVar("T")
+#: Tables without group-partition lag series when lag analytics run (docs/rollups.md says why).
+PER_MINUTE_ONLY: frozenset[str] = frozenset({"metrics_10s"})
 #: What windows.update_windows reads of a sample (selected before its sort: fewer columns to move).
 METRIC_INPUTS: tuple[str, ...] = ("sid", "ts", "value", "series_key")
 
@@ -141,10 +143,10 @@ def rollup_bucket(
     watermark_ms = state.getCurrentWatermarkMs()
     parts: list[tuple[str, windows.Columns]] = []
     roles = batch["role"].to_numpy()
-    metric_samples = batch.loc[(roles == route.METRIC) | (roles == route.LAG), list(METRIC_INPUTS)]
     for table, millis in size_ms.items():
+        metric_samples = batch.loc[_windowed(batch, roles, table), list(METRIC_INPUTS)]
         if metric_samples.empty:
-            break
+            continue
         series, open_windows = (
             windows.decode_state(saved[table]) if table in saved else (windows.empty_series(), windows.empty_windows())
         )
@@ -162,6 +164,16 @@ def rollup_bucket(
     parts = [(table, columns) for table, columns in parts if columns]
     if parts:
         yield encode_parts(parts)
+
+
+def _windowed(batch: pd.DataFrame, roles: np.ndarray, table: str) -> np.ndarray:
+    """The rows a metrics table rolls up: every metric and lag sample, except that a group-partition's
+    lag series (committed offset, lag, log start, size) skip the tables in PER_MINUTE_ONLY, since
+    lag_1m keeps them per minute and a fleet has far more of them than of broker or topic series."""
+    rows = (roles == route.METRIC) | (roles == route.LAG)
+    if table in PER_MINUTE_ONLY:
+        rows &= ~((roles == route.LAG) & (batch["pkey"].to_numpy() != 0))  # pkey: set for partition rows only
+    return rows
 
 
 def _lag_parts(

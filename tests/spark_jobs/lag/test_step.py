@@ -137,6 +137,19 @@ def test_lag_samples_also_roll_up_as_metrics(emitted):
     assert rows[("messages_in_total", None, None, "1")].rate_per_s is None
 
 
+def test_group_partition_series_roll_up_per_minute_only(emitted):
+    """lag_1m keeps a group-partition's offsets per minute, so its series skip metrics_10s; a
+    partition's own (log start) and a broker's series stay in both tables."""
+
+    def metrics(table: str) -> set:
+        return {(r.metric, r.group_id) for batch in emitted[table] for r in batch}
+
+    ten_seconds, minute = metrics("metrics_10s"), metrics("metrics_1m")
+    assert {("consumer_lag", "g1"), ("committed_offset", "g2")} <= minute
+    assert not {m for m in ten_seconds if m[1] is not None}, "no group series in metrics_10s"
+    assert {("log_start_offset", None), ("messages_in_total", None)} <= ten_seconds & minute
+
+
 def test_log_start_offsets_roll_up_like_any_gauge(emitted):
     def windows(table: str) -> dict:
         rows = newest_by_key(emitted[table], lambda r: (r.metric, r.topic, r.partition, r.window_start))
