@@ -18,7 +18,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from operator import lt, sub
 from pathlib import Path
 
 from lagwatch.config import LagConfig
@@ -142,7 +142,7 @@ class Case:
             start = bisect_right(self.ts, self.caught_up_ms)
             moved = range(max(start, 1), len(self.ts))
             stamps = [self.ts[i] for i in moved if self.committed[i] != self.committed[i - 1]]
-        return max((b - a for a, b in pairwise(stamps)), default=0) / 1000.0
+        return max(map(sub, stamps[1:], stamps[:-1]), default=0) / 1000.0
 
     def standstills(self) -> tuple[int, int]:
         """(observations at the current committed offset since lag appeared, the longest earlier
@@ -165,6 +165,8 @@ class Case:
 
 def _went_back(offsets: Sequence[int]) -> int:
     """Index of the newest offset lower than the one before it; 0 when none went back."""
+    if not any(map(lt, offsets[1:], offsets[:-1])):  # the usual case, decided without a Python loop
+        return 0
     for i in range(len(offsets) - 1, 0, -1):
         if offsets[i] < offsets[i - 1]:
             return i
@@ -257,9 +259,9 @@ def stall_commits(case: Case) -> str | None:
     after = bisect_right(case.commit_ts, case.caught_up_ms)  # commits made while there was something to read
     commit_ts, commit_offset = case.commit_ts[after:], case.commit_offset[after:]
     count = len(commit_ts)
-    if count < case.thresholds.min_window_points or any(offset != commit_offset[-1] for offset in commit_offset):
+    if count < case.thresholds.min_window_points or commit_offset.count(commit_offset[-1]) != count:
         return None
-    longest_gap_ms = max(commit_ts[i] - commit_ts[i - 1] for i in range(1, count))
+    longest_gap_ms = max(map(sub, commit_ts[1:], commit_ts[:-1]))
     if case.now_ms - commit_ts[-1] > longest_gap_ms:
         return None
     return reasons.stall_commits(count, commit_offset[-1], (commit_ts[-1] - commit_ts[0]) / 1000, case.lag[-1])

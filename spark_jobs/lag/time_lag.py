@@ -142,15 +142,24 @@ def rate(first: int, last: int, span_ms: int) -> float | None:
 
 
 def committed_record_age(
-    history_ts: Sequence[int], history_end: Sequence[int], committed: int, lag: int, now_ms: int
+    history_ts: Sequence[int],
+    history_end: Sequence[int],
+    committed: int,
+    lag: int,
+    now_ms: int,
+    interpolated: TimeLag | None = None,
 ) -> RecordAge | None:
     """How old the record at the committed offset is, from the log-end history: the moment the log
     end passed the committed offset is when that record was appended (interpolated from any two
     points, however few the history has). A committed offset older than the history is at least
-    as old as the history's oldest point; None when the history cannot tell (no point above it)."""
+    as old as the history's oldest point; None when the history cannot tell (no point above it).
+    ``interpolated``: the time lag already interpolated from the same history, reused when it
+    found a time (a stricter minimum of points only ever withholds one)."""
     if lag <= 0:
         return RecordAge(0.0)
-    found = interpolate_time_lag(history_ts, history_end, committed, lag, now_ms, min_points=2)
+    found = interpolated
+    if found is None or found.seconds is None:
+        found = interpolate_time_lag(history_ts, history_end, committed, lag, now_ms, min_points=2)
     if found.seconds is not None:
         return RecordAge(found.seconds)
     if history_end and committed < history_end[0]:

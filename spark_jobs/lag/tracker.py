@@ -227,13 +227,13 @@ class PartitionTracker:
         span_ms = now_ms - self.window_ts[0]
         consume_rate = rate(self.window_committed[0], committed, span_ms)
         produce_rate = rate(self.window_committed[0] + self.window_lag[0], committed + lag, span_ms)
-        time_lag = interpolate_time_lag(
+        interpolated = interpolate_time_lag(
             self.history_ts, self.history_end, committed, lag, now_ms, thresholds.min_history_points
         )
         evidence = Evidence(
             self.history_ts, self.history_end, self.commit_ts, self.commit_offset, self.committed_since_ms
         )
-        time_lag = with_lower_bound(time_lag, evidence, committed, now_ms)
+        time_lag = with_lower_bound(interpolated, evidence, committed, now_ms)
         log_start = self.log_start_offset if self.log_start_ts_ms >= 0 else None
         verdict = judge(
             self.window_ts,
@@ -248,7 +248,7 @@ class PartitionTracker:
             membership,
         )
         records_margin = None if log_start is None else committed - log_start
-        age = committed_record_age(self.history_ts, self.history_end, committed, lag, now_ms)
+        age = committed_record_age(self.history_ts, self.history_end, committed, lag, now_ms, interpolated)
         size = self.size_bytes if self.size_ts_ms >= 0 else None
         retention = margin(limits, PartitionFacts(committed, lag, log_start, produce_rate, age, size))
         return PartitionReport(
