@@ -48,9 +48,10 @@ from pathlib import Path
 from typing import Any
 
 from bench import fleet_workload
+from bench.bench_footprint import part_of
 from bench.common import Result
 from bench.fleet_report import SizeFigures, results
-from bench.soak.sampler import directory_mb, freshness_p95, tree_figures
+from bench.soak.sampler import cpu_s_by, directory_mb, freshness_p95, tree_figures
 from harness.config_file import write_config
 from harness.processes import ROOT, start_lagwatch
 from harness.real_kafka import RealKafkaBroker
@@ -201,12 +202,17 @@ class Reading:
     at: float
     cpu_s: dict[str, float]
     rss_mb: dict[str, float]
+    #: The Spark job's CPU seconds by process kind (JVM, Python workers, driver, …: footprint's part_of).
+    spark_cpu_s: dict[str, float] = field(default_factory=dict)
 
 
 def read_parts(pids: dict[str, int]) -> Reading:
     figures = {part: tree_figures(pid) for part, pid in pids.items()}
     return Reading(
-        time.monotonic(), {p: f.cpu_s for p, f in figures.items()}, {p: f.rss_mb for p, f in figures.items()}
+        time.monotonic(),
+        {p: f.cpu_s for p, f in figures.items()},
+        {p: f.rss_mb for p, f in figures.items()},
+        cpu_s_by(pids["spark job"], part_of) if "spark job" in pids else {},
     )
 
 
@@ -279,6 +285,7 @@ def measure_size(running: Running, gp: int, lake: Path, measure_s: float) -> Siz
         rss_peak={part: max(r.rss_mb[part] for r in readings) for part in first.rss_mb},
         rss_series={part: [r.rss_mb[part] for r in readings] for part in first.rss_mb},
         load=os.getloadavg()[0],
+        spark_split_pct={k: 100 * (v - first.spark_cpu_s.get(k, 0.0)) / wall_s for k, v in last.spark_cpu_s.items()},
     )
     figures.lake_gb_per_day = (directory_mb(lake) - lake_before) / 1e3 / wall_s * 86_400
     figures.batches, figures.batch_mean_s = batch_figures(lake, since)

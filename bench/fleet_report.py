@@ -48,6 +48,8 @@ class SizeFigures:
     workload_cycles: str = ""
     #: The collector's newest commit_log_in_use sample (1: committed offsets from the commit log).
     commit_log_in_use: float = NAN
+    #: The Spark job's CPU (% of a core) by process kind: JVM, Python workers, driver, ….
+    spark_split_pct: dict[str, float] = field(default_factory=dict)
 
     def rss_growth_pct_h(self, part: str) -> float:
         start = self.rss_start.get(part, 0.0)
@@ -99,6 +101,9 @@ def flatness(gps: list[int], values: list[float]) -> float:
 def memory_note(size: SizeFigures, part: str) -> str:
     note = (f"RSS start {size.rss_start.get(part, NAN):,.0f} MB, end {size.rss_end.get(part, NAN):,.0f} MB, "
             f"peak {size.rss_peak.get(part, NAN):,.0f} MB")  # fmt: skip
+    if part == "spark job" and size.spark_split_pct:
+        split = sorted(size.spark_split_pct.items(), key=lambda item: -item[1])
+        note += "; CPU by process: " + ", ".join(f"{kind} {pct:.1f} %" for kind, pct in split if pct >= 0.05)
     return f"{note}; {size.workload_cycles}" if part == "workload" else note
 
 

@@ -23,6 +23,7 @@ import json
 import os
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,16 @@ def _cpu_ticks(pid: int) -> int:
         return 0
     fields = stat[stat.rindex(")") + 2 :].split()
     return sum(int(fields[i]) for i in (11, 12, 13, 14))
+
+
+def cpu_s_by(root: int, label: Callable[[int], str | None]) -> dict[str, float]:
+    """CPU seconds of `root`'s process tree by each process's label (reaped children in their parent's)."""
+    totals: dict[str, float] = {}
+    for pid in [root, *(proc.pid for proc in descendants(root))]:
+        name = label(pid)
+        if name is not None:
+            totals[name] = totals.get(name, 0.0) + _cpu_ticks(pid) / os.sysconf("SC_CLK_TCK")
+    return totals
 
 
 def tree_figures(root: int) -> TreeFigures:
