@@ -29,11 +29,12 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import hashlib
+import itertools
 import json
 import logging
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ import pyarrow as pa
 
 from alerts.rules import DEAD_LETTERS, METRIC_TABLES, CompiledRule
 from lagwatch.config import Config
+from lagwatch.gc_pause import cyclic_gc_paused
 from lagwatch.lake import REASON_COLUMNS, connect_readonly, table_dir
 from lagwatch.vocabulary import STATUS_ORDER, status_rank
 
@@ -352,6 +354,52 @@ def _utc(ts: float) -> dt.datetime:
     return _EPOCH + dt.timedelta(microseconds=_micros(ts))
 
 
+def _python_values(column: np.ndarray, picked: np.ndarray) -> list[Any]:
+    """`column`'s values at `picked` as Python objects (a NULL as numpy gives it: masked)."""
+    taken = column[picked]
+    if np.ma.is_masked(taken):
+        return list(taken)
+    return np.asarray(taken).tolist()
+
+
+def _texts(column: np.ndarray, picked: np.ndarray) -> list[str]:
+    """`column`'s values at `picked` as label text (`str` of each, as a label is always text)."""
+    return list(map(str, _python_values(column, picked)))
+
+
+def _conditions(
+    rule: CompiledRule,
+    clusters: list[str],
+    by_rows: Iterable[Sequence[str]],
+    values: Iterable[float],
+    reasons: list[str],
+) -> list[Condition]:
+    """One condition per row: the rule's labels, then the row's own, and what its text shows.
+
+    The rule's part of the labels is built once and copied per row (a fleet's rules can hold
+    for millions of series in one cycle); a label the rule sets itself wins over the row's
+    cluster, and the row's `by` labels win over the rule's, in the same key order either way.
+    """
+    base = {"alertname": rule.name, "cluster": "", "severity": rule.severity, **rule.labels}
+    row_cluster = "cluster" not in rule.labels
+    out = []
+    for cluster, by, value, reason in zip(clusters, by_rows, values, reasons, strict=True):
+        labels = base.copy()
+        if row_cluster:
+            labels["cluster"] = cluster
+        labels.update(zip(rule.by, by, strict=True))
+        status = rule.value_text(value)
+        if status is None:
+            out.append(Condition(rule, labels, value, {"reason": reason}))
+            continue
+        # The status word is a label, as the `status` label of the Prometheus series: so a
+        # group going from STALL to STOP is a new alert that says so, as in Prometheus. A
+        # status reason starts with the word ("STOP: group empty …"), which {status} says.
+        labels["status"] = status
+        out.append(Condition(rule, labels, value, {"reason": reason.removeprefix(f"{status}: "), "status": status}))
+    return out
+
+
 class Evaluator:
     """Holds one read-only DuckDB session over the lake; `evaluate(now)` runs every rule once."""
 
@@ -401,15 +449,18 @@ class Evaluator:
 
         Live, a rule that fails is logged and the others still run; `strict` (a backtest)
         raises instead, since a report missing a rule would read as "it never fired".
+        The cycle collector is paused meanwhile: a fleet's rules can hold for millions of series
+        at once, and its passes over the growing heap of conditions would find nothing to free.
         """
         out: list[Timeline] = []
-        for sql, rules in self._shapes.items():
-            try:
-                out += self._shape_timelines(sql, rules, grid)
-            except Exception:
-                if strict:
-                    raise
-                log.exception("rules %s failed to evaluate", ", ".join(r.name for r in rules))
+        with cyclic_gc_paused():
+            for sql, rules in self._shapes.items():
+                try:
+                    out += self._shape_timelines(sql, rules, grid)
+                except Exception:
+                    if strict:
+                        raise
+                    log.exception("rules %s failed to evaluate", ", ".join(r.name for r in rules))
         return out
 
     def _shape_timelines(self, sql: str, rules: list[CompiledRule], grid: Grid) -> list[Timeline]:
@@ -431,29 +482,30 @@ class Evaluator:
             ).fetchnumpy()
         finally:
             con.unregister("chosen_rows")
-        position = {int(i): n for n, i in enumerate(rows["i"])}
+        # rows["i"] is ascending (ORDER BY i) and holds every chosen id: a sorted lookup finds each.
+        chosen_ids = np.asarray(rows["i"])
         return [
-            self._timeline(rule, rows, [position[int(i)] for i in ids[mask]])
+            self._timeline(rule, rows, np.searchsorted(chosen_ids, ids[mask]))
             for rule, mask in zip(rules, masks, strict=True)
         ]
 
     @staticmethod
-    def _timeline(rule: CompiledRule, rows: dict[str, np.ndarray], picked: list[int]) -> Timeline:
-        conditions = []
-        for n in picked:
-            labels = {"alertname": rule.name, "cluster": str(rows["cluster"][n]), "severity": rule.severity}
-            labels.update(rule.labels)
-            labels.update({b: str(rows[b][n]) for b in rule.by})
-            value = float(rows["value"][n])
-            extra: dict[str, Any] = {"reason": str(rows["reason"][n])}
-            status = rule.value_text(value)
-            if status is not None:
-                # The status word is a label, as the `status` label of the Prometheus series: so a
-                # group going from STALL to STOP is a new alert that says so, as in Prometheus. A
-                # status reason starts with the word ("STOP: group empty …"), which {status} says.
-                extra["status"] = labels["status"] = status
-                extra["reason"] = extra["reason"].removeprefix(f"{status}: ")
-            conditions.append(Condition(rule, labels, value, extra))
+    def _timeline(rule: CompiledRule, rows: dict[str, np.ndarray], picked: np.ndarray) -> Timeline:
+        """The rule's conditions at rows `picked` of `rows`.
+
+        Each column is taken for the picked rows at once and turned into Python values in one
+        call rather than read from numpy an element at a time: a fleet's rules can hold for
+        millions of series in one cycle, and building their conditions is where that cost lands.
+        (`by` labels are text and integer columns, whose `str` is the same either way.)
+        """
+        by_values = [_texts(rows[b], picked) for b in rule.by]
+        conditions = _conditions(
+            rule,
+            _texts(rows["cluster"], picked),
+            zip(*by_values, strict=True) if by_values else itertools.repeat((), len(picked)),
+            map(float, _python_values(rows["value"], picked)),
+            _texts(rows["reason"], picked),
+        )
         k_from = np.asarray(rows["k_from"], dtype=np.int64)[picked]
         k_to = np.asarray(rows["k_to"], dtype=np.int64)[picked]
         return Timeline(rule, conditions, k_from, k_to)

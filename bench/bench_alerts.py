@@ -1,9 +1,15 @@
 """Alert engine: evaluation time of 500 rules over a 7-day lake; notifications/s through the outbox.
 
-The lake (cached under bench/.data/alerts/, regenerated when missing): 7 days of 1-minute
+The lake (cached under bench/.data/alerts/<size>/, regenerated when missing): 7 days of 1-minute
 windows of 8 broker metrics for 5 brokers (403k rows), lag_1m for 200 groups × 10 partitions
 (20.2M rows), group_status for 200 groups every minute (2M rows) and pipeline progress. DuckDB
-generates each day in one statement and the rows go through `lagwatch.lake.write_rows`.
+generates each day in slices of a few million rows (memory stays bounded at fleet size) and
+the rows go through `lagwatch.lake.write_rows`.
+
+LAGWATCH_BENCH_ALERTS_GROUPS sets the number of groups (default 200). A fleet's lag_1m over
+7 days does not fit this machine (20,000 groups × 10 partitions is 2 billion rows), so
+LAGWATCH_BENCH_ALERTS_PARTITION_DAYS (default 7) lets lag_1m cover only the newest days while
+the other tables keep 7. Each size has its own cached lake, so sizes never mix.
 
 Bar for evaluation: ≤ 5 s for 500 rules, a third of the default 15 s `evaluate_every_s`, so a
 cycle leaves room for delivery on 2 shared cores. Notifications/s is stated: 4,000
@@ -15,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -29,13 +36,23 @@ from lagwatch.config import Config, parse_config
 from lagwatch.lake import arrow_schema, ensure_lake, write_rows
 
 if TYPE_CHECKING:
+    import duckdb
     import pyarrow as pa
 
-DATA = Path(__file__).resolve().parent / ".data" / "alerts"
 DAYS = 7
 BROKERS = 5
-GROUPS = 200
+GROUPS = int(os.environ.get("LAGWATCH_BENCH_ALERTS_GROUPS", "200"))
 PARTITIONS = 10
+#: Days of lag_1m (the newest ones); the other tables always cover DAYS.
+PARTITION_DAYS = min(DAYS, int(os.environ.get("LAGWATCH_BENCH_ALERTS_PARTITION_DAYS", str(DAYS))))
+DATA = (
+    Path(__file__).resolve().parent
+    / ".data"
+    / "alerts"
+    / f"groups-{GROUPS}-partitions-{PARTITIONS}-days-{PARTITION_DAYS}"
+)
+#: Rows DuckDB hands over per write: a fleet's day of lag_1m at once would not fit in memory.
+SLICE_ROWS = 5_000_000
 METRICS = (
     "under_replicated_partitions",
     "offline_partitions",
@@ -53,8 +70,8 @@ def _progress(message: str) -> None:
     print(f"bench_alerts: {message}", file=sys.stderr, flush=True)
 
 
-def _day_sql(table: str, day_start: str) -> str:
-    minutes = f"range(TIMESTAMPTZ '{day_start}', TIMESTAMPTZ '{day_start}' + INTERVAL 1 DAY, INTERVAL 1 MINUTE) m(ws)"
+def _slice_sql(table: str, start: dt.datetime, end: dt.datetime) -> str:
+    minutes = f"range(TIMESTAMPTZ '{start.isoformat()}', TIMESTAMPTZ '{end.isoformat()}', INTERVAL 1 MINUTE) m(ws)"
     if table == "metrics_1m":
         names = ", ".join(f"'{m}'" for m in METRICS)
         return (
@@ -100,8 +117,24 @@ def with_all_columns(table: str, data: pa.Table) -> pa.Table:
     return data
 
 
+def _rows_per_minute(table: str) -> int:
+    return {"metrics_1m": len(METRICS) * BROKERS, "lag_1m": GROUPS * PARTITIONS, "group_status": GROUPS}.get(table, 1)
+
+
+def _write_day(con: duckdb.DuckDBPyConnection, lake: Path, table: str, day: dt.datetime) -> None:
+    """One table's day, written in slices of whole minutes of at most about SLICE_ROWS rows each."""
+    step = dt.timedelta(minutes=max(1, min(24 * 60, SLICE_ROWS // _rows_per_minute(table))))
+    start, day_end = day, day + dt.timedelta(days=1)
+    while start < day_end:
+        end = min(start + step, day_end)
+        data = with_all_columns(table, con.sql(_slice_sql(table, start, end)).to_arrow_table())
+        stem = f"bench-{day:%Y%m%d}" if step >= dt.timedelta(days=1) else f"bench-{start:%Y%m%d-%H%M}"
+        write_rows(lake, table, data, stem)
+        start = end
+
+
 def build_lake() -> float:
-    """Generate the 7-day lake once; return the `now` it ends at (epoch seconds)."""
+    """Generate the 7-day lake once per size; return the `now` it ends at (epoch seconds)."""
     import duckdb
 
     lake = DATA / "lake"
@@ -112,11 +145,12 @@ def build_lake() -> float:
     end = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")  # a fleet's slices take seconds each: no bar per slice
     for offset in range(DAYS, 0, -1):
         day = end - dt.timedelta(days=offset)
         for table in ("metrics_1m", "lag_1m", "group_status", "pipeline_progress"):
-            data = with_all_columns(table, con.sql(_day_sql(table, day.isoformat())).to_arrow_table())
-            write_rows(lake, table, data, f"bench-{day:%Y%m%d}")
+            if table != "lag_1m" or offset <= PARTITION_DAYS:
+                _write_day(con, lake, table, day)
         _progress(f"generated {day:%Y-%m-%d}")
     now = end.timestamp() - 1
     meta.write_text(json.dumps({"now": now}))
@@ -171,7 +205,11 @@ def measure_evaluation(now: float) -> list[Result]:
         evaluator.close()
     if not conditions:
         raise RuntimeError("no rule matched the benchmark lake: the measurement would be meaningless")
-    note = f"{len(conditions)} alert conditions true; lag_1m 20.2M rows, 7 days"
+    lag_rows = GROUPS * PARTITIONS * 24 * 60 * PARTITION_DAYS
+    note = (
+        f"{len(conditions)} alert conditions true; {GROUPS:,} groups × {PARTITIONS} partitions; "
+        f"lag_1m {lag_rows / 1e6:,.1f}M rows, {PARTITION_DAYS} of {DAYS} days; group_status {DAYS} days"
+    )
     return [
         Result("evaluate 500 rules, 7-day lake (steady)", statistics.median(warm), "s", 5.0, "max", note),
         Result(

@@ -23,7 +23,9 @@ class ApiConfig(StrictModel):
     #: Rows of lag_1m and group_status older than this are not "current" (a vanished group drops out).
     lookback_s: float = Field(600, gt=0)
     #: /metrics exports at most this many series; the finest labels (partition) are dropped first.
-    max_series: int = Field(100_000, ge=10)
+    #: Sized so 20,000 groups keep every group series (6 each, 9 with rebalance data) and the
+    #: worst groups keep their topic and partition series.
+    max_series: int = Field(200_000, ge=10)
     #: /readyz fails when the newest lake data or a component's report is older than this.
     ready_max_age_s: float = Field(180, gt=0)
     #: none: open to whoever reaches the port; token: every path but /healthz and /readyz needs
