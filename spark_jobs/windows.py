@@ -164,15 +164,43 @@ def empty_windows() -> dict[str, np.ndarray]:
     return {name: np.empty(0, np.float64 if name in floats else np.int64) for name in _WINDOW_FIELDS}
 
 
+#: The state blob's layout tag: raw little-endian columns follow (see encode_state).
+_STATE_MAGIC = b"LWW1"
+_FLOAT_FIELDS = frozenset({"last_value", "min", "max", "sum", "first", "last", "increase"})
+
+
+def _dtype(name: str) -> str:
+    return "<f8" if name in _FLOAT_FIELDS else "<i8"
+
+
 def encode_state(series: dict[str, np.ndarray], windows: dict[str, np.ndarray]) -> bytes:
-    """Column arrays → one npz blob (numpy's own format: no pickle, stable across versions)."""
-    buffer = io.BytesIO()
-    arrays = {f"s_{k}": series[k] for k in _SERIES_FIELDS} | {f"w_{k}": windows[k] for k in _WINDOW_FIELDS}
-    np.savez(buffer, **arrays)
-    return buffer.getvalue()
+    """Column arrays → one blob: a tag, the two lengths, then each column's raw 8-byte values in
+    field order. Why not npz: every bucket's state is read and written every batch, and the
+    zip container cost ≈ 5 ms a bucket and table even for a handful of series (no pickle either)."""
+    counts = np.array([len(series["sid"]), len(windows["sid"])], "<i8")
+    columns = [np.ascontiguousarray(series[k], _dtype(k)) for k in _SERIES_FIELDS]
+    columns += [np.ascontiguousarray(windows[k], _dtype(k)) for k in _WINDOW_FIELDS]
+    return b"".join([_STATE_MAGIC, counts.tobytes(), *(column.tobytes() for column in columns)])
 
 
 def decode_state(blob: bytes) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """encode_state's columns (writable arrays); an npz blob from a checkpoint written before is read too."""
+    if not blob.startswith(_STATE_MAGIC):
+        return _decode_npz(blob)
+    data = bytearray(blob)  # one copy, so the arrays are writable like any other
+    n_series, n_windows = np.frombuffer(data, "<i8", 2, len(_STATE_MAGIC)).tolist()
+    offset = len(_STATE_MAGIC) + 16
+    decoded: list[dict[str, np.ndarray]] = []
+    for fields, count in ((_SERIES_FIELDS, n_series), (_WINDOW_FIELDS, n_windows)):
+        columns = {}
+        for name in fields:
+            columns[name] = np.frombuffer(data, _dtype(name), count, offset)
+            offset += 8 * count
+        decoded.append(columns)
+    return decoded[0], decoded[1]
+
+
+def _decode_npz(blob: bytes) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     with np.load(io.BytesIO(blob), allow_pickle=False) as data:
         series = {k: data[f"s_{k}"] for k in _SERIES_FIELDS}
         windows = {k: data[f"w_{k}"] for k in _WINDOW_FIELDS}

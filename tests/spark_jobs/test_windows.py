@@ -200,3 +200,37 @@ def test_parsed_keys_stay_right_when_a_batch_overflows_the_cache(monkeypatch: py
     assert first == [tuple(label) for label in labels[:3]]
     assert second == [tuple(labels[n]) for n in again]
     assert set(windows._PARSED) == {3, 4, 5}, "the cache restarts from this batch's new series"
+
+
+def _some_state() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    rng = np.random.default_rng(7)
+    series = {"sid": np.array([3, 9], np.int64), "last_ts": np.array([5_000, 7_000]), "last_value": rng.random(2)}
+    open_windows = windows.empty_windows()
+    open_windows = {name: np.resize(column, 3) for name, column in open_windows.items()}
+    for column in open_windows.values():
+        column[:] = rng.random(3) * 1e6 if column.dtype == np.float64 else rng.integers(-5, 1 << 40, 3)
+    return series, open_windows
+
+
+def test_window_state_round_trips_with_its_types_and_stays_writable() -> None:
+    series, open_windows = _some_state()
+    got_series, got_windows = windows.decode_state(windows.encode_state(series, open_windows))
+    for expected, got in ((series, got_series), (open_windows, got_windows)):
+        assert list(got) == list(expected)
+        for name, column in expected.items():
+            assert got[name].dtype == column.dtype and got[name].tolist() == column.tolist(), name
+            assert got[name].flags.writeable, name
+    empty = windows.decode_state(windows.encode_state(windows.empty_series(), windows.empty_windows()))
+    assert all(len(column) == 0 for part in empty for column in part.values())
+
+
+def test_window_state_saved_as_npz_by_an_older_checkpoint_still_decodes() -> None:
+    """A checkpoint keeps the state blob of its last batch: the older npz layout must still load."""
+    import io
+
+    series, open_windows = _some_state()
+    buffer = io.BytesIO()
+    np.savez(buffer, **{f"s_{k}": v for k, v in series.items()}, **{f"w_{k}": v for k, v in open_windows.items()})
+    got_series, got_windows = windows.decode_state(buffer.getvalue())
+    assert {k: v.tolist() for k, v in got_series.items()} == {k: v.tolist() for k, v in series.items()}
+    assert {k: v.tolist() for k, v in got_windows.items()} == {k: v.tolist() for k, v in open_windows.items()}
