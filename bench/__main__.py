@@ -47,6 +47,7 @@ ON_REQUEST: dict[str, str] = {
     "batch cost": "bench.bench_batch_cost",
     "lean footprint": "bench.bench_footprint_lean",
     "fleet": "bench.bench_fleet",
+    "pages": "bench.bench_pages",
 }
 
 
