@@ -488,16 +488,10 @@ def dashboard_url(known_lake: KnownLake, tmp_path: Path) -> Iterator[str]:
 @pytest.fixture
 def chromium() -> Iterator[Any]:
     """A headless chromium (the Debian package) for the test, closed after it."""
-    from playwright.sync_api import sync_playwright
+    from harness.browser import chromium as launched
 
-    from tests.dashboard.test_browser import CHROMIUM, CHROMIUM_ARGS  # imported here: test_browser imports this module
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+    with launched() as browser:
+        yield browser
 
 
 @pytest.fixture

@@ -15,27 +15,20 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from harness.browser import CHROMIUM, CHROMIUM_ARGS, healthy
 from tests.dashboard.conftest import KnownLake, broker_gauges, group_status
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+#: Imported by other browser tests; the launcher and its settings live in harness.browser.
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "RENDER_TIMEOUT_MS", "serving_dashboard"]
+
 READY_TIMEOUT_S = 90
 RENDER_TIMEOUT_MS = 60_000
-
-
-def _healthy(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=1) as response:
-            return bool(response.status == 200)
-    except OSError:
-        return False
 
 
 @contextlib.contextmanager
@@ -51,7 +44,7 @@ def serving_dashboard(lake: KnownLake, log_path: Path, env: dict[str, str] | Non
     url = f"http://127.0.0.1:{lake.port}"
     try:
         deadline = time.monotonic() + READY_TIMEOUT_S
-        while not _healthy(url):
+        while not healthy(url):
             assert process.poll() is None, log_path.read_text()
             assert time.monotonic() < deadline, "dashboard did not answer /_stcore/health"
             time.sleep(0.25)
