@@ -31,7 +31,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.common import Result
+from bench.common import Result, minute_slices
 from lagwatch.config import Config, parse_config
 from lagwatch.lake import arrow_schema, ensure_lake, write_rows
 
@@ -51,8 +51,6 @@ DATA = (
     / "alerts"
     / f"groups-{GROUPS}-partitions-{PARTITIONS}-days-{PARTITION_DAYS}"
 )
-#: Rows DuckDB hands over per write: a fleet's day of lag_1m at once would not fit in memory.
-SLICE_ROWS = 5_000_000
 METRICS = (
     "under_replicated_partitions",
     "offline_partitions",
@@ -123,14 +121,11 @@ def _rows_per_minute(table: str) -> int:
 
 def _write_day(con: duckdb.DuckDBPyConnection, lake: Path, table: str, day: dt.datetime) -> None:
     """One table's day, written in slices of whole minutes of at most about SLICE_ROWS rows each."""
-    step = dt.timedelta(minutes=max(1, min(24 * 60, SLICE_ROWS // _rows_per_minute(table))))
-    start, day_end = day, day + dt.timedelta(days=1)
-    while start < day_end:
-        end = min(start + step, day_end)
+    slices = minute_slices(day, day + dt.timedelta(days=1), _rows_per_minute(table))
+    for start, end in slices:
         data = with_all_columns(table, con.sql(_slice_sql(table, start, end)).to_arrow_table())
-        stem = f"bench-{day:%Y%m%d}" if step >= dt.timedelta(days=1) else f"bench-{start:%Y%m%d-%H%M}"
+        stem = f"bench-{day:%Y%m%d}" if len(slices) == 1 else f"bench-{start:%Y%m%d-%H%M}"
         write_rows(lake, table, data, stem)
-        start = end
 
 
 def build_lake() -> float:

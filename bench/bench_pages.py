@@ -48,10 +48,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.common import Result, format_table
+from bench.bench_alerts import with_all_columns
+from bench.common import Result, format_table, minute_slices
 from harness.browser import chromium, serving_dashboard
 from harness.config_file import section_lines
-from lagwatch.lake import arrow_schema, ensure_lake, write_rows, write_views_file
+from lagwatch.lake import ensure_lake, write_rows, write_views_file
 from lagwatch.lake_hours import HOUR, HOURLY_SOURCES, hour_file_stem, hour_of, written_hours
 from lagwatch.lake_queries import hourly_from_minutes
 from shell.broker import free_port
@@ -76,8 +77,6 @@ DATA = (
     / "pages"
     / f"groups-{GROUPS}-partitions-{PARTITIONS}-minutes-{MINUTE_HOURS}h"
 )
-#: Rows DuckDB hands over per write: a fleet's day at once would not fit in memory.
-SLICE_ROWS = 5_000_000
 #: A cached lake older than this is generated afresh rather than topped up.
 MAX_GAP = dt.timedelta(days=1)
 #: The job's default lateness (spark.watermark_s): an hour is closed this long after its end.
@@ -306,34 +305,12 @@ GENERATORS = {
 }
 
 
-def with_all_columns(table: str, data: pa.Table) -> pa.Table:
-    """Columns of the contract a generator leaves out are NULL."""
-    import pyarrow as pa
-
-    for column in arrow_schema(table):
-        if column.name not in data.column_names:
-            data = data.append_column(column.name, pa.nulls(data.num_rows, column.type))
-    return data
-
-
-def _slices(start: dt.datetime, end: dt.datetime, per_minute: int) -> list[tuple[dt.datetime, dt.datetime]]:
-    """[start, end) cut into slices of at most about SLICE_ROWS rows that never cross a UTC day."""
-    step = dt.timedelta(minutes=max(1, min(24 * 60, SLICE_ROWS // per_minute)))
-    slices = []
-    while start < end:
-        day_end = start.replace(hour=0, minute=0, second=0, microsecond=0) + dt.timedelta(days=1)
-        stop = min(start + step, day_end, end)
-        slices.append((start, stop))
-        start = stop
-    return slices
-
-
 def fill(con: duckdb.DuckDBPyConnection, lake: Path, start: dt.datetime, end: dt.datetime) -> None:
     """Every table's rows with window_start in [start, end) (lag_1m: only its newest MINUTE_HOURS)."""
     minutes_from = hour_of(end) - dt.timedelta(hours=MINUTE_HOURS - 1)
     for table, (sql, per_minute) in GENERATORS.items():
         first = max(start, minutes_from) if table == "lag_1m" else start
-        for low, high in _slices(first, end, per_minute):
+        for low, high in minute_slices(first, end, per_minute):
             data = with_all_columns(table, con.sql(sql(low, high)).to_arrow_table())
             write_rows(lake, table, data, f"pages-{low:%Y%m%dT%H%M}")
     _progress(f"rows {start:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} written")
@@ -368,8 +345,8 @@ def roll_hours(con: duckdb.DuckDBPyConnection, lake: Path, first: dt.datetime, e
     aggregated rows get their names back; every row's version is the minutes' version (1).
     """
     written = 0
+    hours = closed_hours(first, end)
     for hourly, minute_sql in MINUTE_SQL.items():
-        hours = closed_hours(first, end)
         todo = sorted(set(hours) - written_hours(lake, hourly, hours))
         for batch in (todo[i : i + HOURS_PER_QUERY] for i in range(0, len(todo), HOURS_PER_QUERY)):
             low, high = max(first, batch[0]), batch[-1] + HOUR

@@ -7,6 +7,7 @@ says where its bar comes from, and docs/operations.md ("Sizing") reads the figur
 
 from __future__ import annotations
 
+import datetime as dt
 import resource
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,3 +93,20 @@ def format_table(rows: list[tuple[str, Result]]) -> str:
     for area, r in rows:
         lines.append(f"| {area} | {r.name} | {r.figure:,.2f} {r.unit} | {r.bar_text()} | {r.verdict} | {r.note} |")
     return "\n".join(lines)
+
+
+#: Rows a generated lake's writer takes from DuckDB at once: a fleet's day at once would not fit in memory.
+SLICE_ROWS = 5_000_000
+
+
+def minute_slices(start: dt.datetime, end: dt.datetime, per_minute: int) -> list[tuple[dt.datetime, dt.datetime]]:
+    """[start, end) cut into whole minutes of at most about SLICE_ROWS rows (at `per_minute` rows
+    a minute) that never cross a UTC day, the lake's partition."""
+    step = dt.timedelta(minutes=max(1, min(24 * 60, SLICE_ROWS // per_minute)))
+    slices = []
+    while start < end:
+        day_end = start.replace(hour=0, minute=0, second=0, microsecond=0) + dt.timedelta(days=1)
+        stop = min(start + step, day_end, end)
+        slices.append((start, stop))
+        start = stop
+    return slices
