@@ -131,7 +131,8 @@ TABLES: dict[str, Table] = {
                 ("owner_member_id", "VARCHAR"),
                 ("owner_client_id", "VARCHAR"),
                 ("owner_host", "VARCHAR"),
-                #: How often the owning member changed within this minute (a rebalance moved it).
+                #: How often the owning member changed since the partition's previous minute's row,
+                #: up to this row's observation (a rebalance moved it).
                 ("owner_changes", "INTEGER"),
                 #: Consumer (KIP-848) groups: the member the partition is assigned to but that does
                 #: not own it yet, in the same cycle ("client on host"); NULL when reconciled.

@@ -15,7 +15,9 @@ Rules (also in docs/rollups.md):
   sample is still on its way) leaves them NULL, never an older cycle's owner; a reading that
   arrives in a later batch than its observation writes the row again, with it.
 - **Owner changes.** A reading whose member differs from the partition's previous reading is
-  one change, at its ts. ``lag_1m.owner_changes`` counts them within the row's minute.
+  one change, at its ts. ``lag_1m.owner_changes`` counts them after the partition's previous
+  minute's observation up to the row's (``step.changes_from_ms``), so a change read between
+  two minutes' observations counts once, in the later row.
 - **Rebalances.** With the commit log, the increases of the group's ``consumer_group_rebalances_total``
   (its generation or epoch) within the lag window (``lag.window_s`` up to updated_at): every
   rebalance, however many fell between two cycles (``rebalances.py``). Without it (no such

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import logging
 import pickle
+from bisect import bisect_left
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import fields
 from functools import cache, partial
@@ -169,7 +170,7 @@ def _fold_samples(
         for report in fold_observations(
             track, thresholds_for(group_key), observed, partition_commits, evidence, limits
         ):
-            rows.add_partition(group_key, where, report)
+            rows.add_partition(group_key, where, report, changes_from_ms(track, report.ts_ms))
     for (cluster_name, group, topic_name, number), partition_commits in commits.items():  # no observation here
         track = groups.setdefault((cluster_name, group), {}).setdefault((topic_name, number), PartitionTracker())
         for commit_ts, offset in partition_commits:
@@ -254,11 +255,14 @@ class _Rows:
         owned = self.memberships.get(group_key)
         return owned.evidence(where, ts_ms, self.readings, group_key) if owned is not None else None
 
-    def add_partition(self, group_key: tuple[str, str], where: tuple[str, int], report: PartitionReport) -> None:
+    def add_partition(
+        self, group_key: tuple[str, str], where: tuple[str, int], report: PartitionReport, changes_from: int
+    ) -> None:
+        """The report's lag_1m row, with the owner changes read from `changes_from` up to its observation."""
         period = report.ts_ms - report.ts_ms % PERIOD_MS
         owned = self.memberships.get(group_key)
         owner = owned.owner_at(where, report.ts_ms, self.readings, group_key) if owned is not None else None
-        changes = owned.owner_changes(where, period, report.ts_ms) if owned is not None else 0
+        changes = owned.owner_changes(where, changes_from, report.ts_ms) if owned is not None else 0
         group_type = owned.group_type if owned is not None else None
         pending = owned.pending_at(where, report.ts_ms, self.readings, group_key) if owned is not None else None
         self.partition_rows.append(
@@ -276,7 +280,7 @@ class _Rows:
                 if track is not None and (*group_key, *where) not in self.reports and track.last_ts_ms in stamps:
                     evidence = self.evidence(group_key, where, track.last_ts_ms)
                     report = track.report(thresholds_for(group_key), evidence, self.limits_of(group_key[0], where[0]))
-                    self.add_partition(group_key, where, report)
+                    self.add_partition(group_key, where, report, changes_from_ms(track, report.ts_ms))
         for group_key, stamps in self.readings.touched_groups.items():
             tracks = groups.get(group_key)
             if tracks and group_key not in self.newest_period:
@@ -345,6 +349,16 @@ def _commits_by_partition(rows: pd.DataFrame) -> dict[tuple[str, str, str, int],
     for cluster, group, topic, partition, ts, offset in zip(*columns, strict=True):
         commits.setdefault((cluster, group, topic, int(partition)), []).append((ts, offset))
     return commits
+
+
+def changes_from_ms(track: PartitionTracker, ts_ms: int) -> int:
+    """Where the owner changes of the row reported at ts_ms start counting: just after the
+    partition's newest observation before that minute, where the previous minute's row stopped.
+    A change read between two minutes' observations (a commit-log reading at its record's time)
+    then counts in the later row instead of in neither."""
+    period = ts_ms - ts_ms % PERIOD_MS
+    before = bisect_left(track.window_ts, period)
+    return track.window_ts[before - 1] + 1 if before else period
 
 
 def fold_observations(

@@ -125,3 +125,26 @@ def test_a_group_state_from_the_log_a_window_after_its_last_lag_writes_no_group_
     partition_rows, group_rows = step.update_lag(batch, groups, memberships, LagConfig(), 0)
     assert len(group_rows.get("status", [])) == 0 and len(partition_rows.get("status", [])) == 0
     assert any(key[1] == "g" for key in groups)  # the group is still tracked
+
+
+def test_an_owner_change_read_between_two_minutes_counts_in_the_later_minute_s_row():
+    """The commit log reads a change at its record's time, which may fall after a minute's last
+    observation: the next minute's row counts it (each row from where the one before stopped)."""
+    labels = {"group_id": "g", "topic": "t", "partition": 0}
+    a, b = ({"client_id": c, "member_id": f"{c}-1", "host": "/10.0.0.1"} for c in ("a", "b"))
+    rows = []
+    for seconds, source, owner in ((45, "admin", a), (55, "commitlog", b), (70, "admin", b)):
+        ts = T0 + seconds * 1000
+        rows.append(parsed_sample(ts, "partition_assigned", "gauge", 1, source=source, **labels, **owner))
+        if source == "admin":
+            rows.append(parsed_sample(ts, "committed_offset", "counter", 100 + seconds, source=source, **labels))
+            rows.append(parsed_sample(ts, "consumer_lag", "gauge", 5, source=source, **labels))
+    for row in rows:
+        del row["event_time"]
+    operator, _ = route.operator_rows(pa.Table.from_pylist(rows), None, lag_routing=True)
+    frame = operator.to_pandas()
+    partition_rows, _ = step.update_lag(frame[frame["role"] != route.METRIC], {}, {}, LagConfig(), 0)
+    minutes, changes = partition_rows["window_start"].tolist(), partition_rows["owner_changes"].tolist()
+    by_minute = dict(zip(minutes, changes, strict=True))
+    assert by_minute == {T0: 0, T0 + step.PERIOD_MS: 1}
+    assert partition_rows["owner_client_id"].tolist() == ["a", "b"]
