@@ -170,6 +170,19 @@ def projection_rows(sizes: list[SizeFigures]) -> list[Result]:
     return rows
 
 
+def measured_bar_rows(sizes: list[SizeFigures]) -> list[Result]:
+    """The Spark bar read straight from a run at its size, where one ran (a single-size run has no fit)."""
+    name, unit = f"spark job CPU at {SPARK_BAR_GP:,} gp (measured)", "% of a core"
+    return [
+        Result(name, size.cpu_pct.get("spark job", NAN), unit, SPARK_BAR_PERCENT, "max", f"over {size.wall_s:.0f} s")
+        for size in sizes
+        if size.gp == SPARK_BAR_GP
+    ]
+
+
 def results(sizes: list[SizeFigures], interval_s: float) -> list[Result]:
-    rows = [row for size in sizes for row in size_rows(size)]
+    """Every size's rows, the bar where measured, then the fits and projection (two sizes or more)."""
+    rows = [row for size in sizes for row in size_rows(size)] + measured_bar_rows(sizes)
+    if len({size.gp for size in sizes}) < 2:
+        return rows
     return rows + fit_rows(sizes, interval_s) + projection_rows(sizes)

@@ -16,7 +16,7 @@ import time
 import pytest
 
 from bench.bench_fleet import collector_cycles
-from bench.fleet_report import SPARK_BAR_GP, Fit, SizeFigures, fit_rows, flatness
+from bench.fleet_report import SPARK_BAR_GP, Fit, SizeFigures, fit_rows, flatness, results
 from bench.soak.sampler import cpu_s_by
 from collectors.runner import CycleSummary
 
@@ -50,6 +50,13 @@ def test_spark_bar_row_reads_the_fit_at_its_size() -> None:
     sizes = [size(gp, spark_pct=12.0 + 0.002 * gp, collector_pct=1.0) for gp in GPS]
     (bar,) = [row for row in fit_rows(sizes, 15.0) if row.name.startswith("spark job CPU at")]
     assert bar.verdict != "pass", "22 % at 5,000 gp is over the 15 % bar"
+
+
+def test_one_size_prints_no_fit_and_judges_the_spark_bar_on_what_it_measured() -> None:
+    rows = results([size(SPARK_BAR_GP, spark_pct=18.0, collector_pct=1.0)], 15.0)
+    assert not [row for row in rows if row.name.startswith(("fit ", "projected "))]
+    (bar,) = [row for row in rows if row.name.startswith("spark job CPU at")]
+    assert bar.figure == 18.0 and bar.verdict != "pass"
 
 
 def test_collector_cycles_are_read_from_the_collectors_own_lines() -> None:
