@@ -143,6 +143,28 @@ def _record_outgoing(outgoing: list[Outgoing], replayed: _Replayed) -> None:
         replayed.notifications.append((record, firing))
 
 
+def _instances(conditions: list[Condition]) -> np.ndarray:
+    """Each condition's alert instance as a number: conditions with equal labels share one.
+
+    Each instance's fingerprint is hashed once and handed to all its conditions (it is the
+    value `Condition.fingerprint` caches): a week holds many spans of each instance, one per
+    row, and hashing each span's own labels is the same work done over and over. Labels are
+    text, so equal item sets are equal label sets, which is what equal fingerprints stand for.
+    """
+    numbers: dict[frozenset[tuple[str, str]], int] = {}
+    fingerprints: list[str] = []
+    instance = []
+    for condition in conditions:
+        key = frozenset(condition.labels.items())
+        n = numbers.get(key)
+        if n is None:
+            n = numbers[key] = len(fingerprints)
+            fingerprints.append(condition.fingerprint)
+        condition.__dict__["fingerprint"] = fingerprints[n]
+        instance.append(n)
+    return np.asarray(instance, dtype=np.int64)
+
+
 def _membership_steps(timelines: list[Timeline]) -> list[np.ndarray]:
     """Steps where an alert instance starts or stops being true, and the step before each stop.
 
@@ -156,7 +178,7 @@ def _membership_steps(timelines: list[Timeline]) -> list[np.ndarray]:
         return []
     k_from = np.concatenate([t.k_from for t in timelines])
     k_to = np.concatenate([t.k_to for t in timelines])
-    instance = np.unique([c.fingerprint for c in conditions], return_inverse=True)[1]
+    instance = _instances(conditions)
     order = np.lexsort((k_from, instance))
     instance, k_from, k_to = instance[order], k_from[order], k_to[order]
     continues = np.concatenate([[False], (instance[1:] == instance[:-1]) & (k_from[1:] == k_to[:-1])])

@@ -92,6 +92,41 @@ def _old_name_silence(silence: Silence, labels: dict[str, str]) -> None:
         )  # fmt: skip
 
 
+class _Inhibitors:
+    """The alerts that may inhibit others, per inhibit rule and values of its `equal` labels.
+
+    Why an index: each firing alert is checked against every alert as a possible source, so a
+    fleet's many firing lag alerts made one evaluation quadratic in the alerts. Gathered
+    lazily, once per evaluation (the alerts do not change while suppression is decided), and
+    in the alerts' order, so the source a reason names is the first one, as a scan finds it.
+    """
+
+    def __init__(self, rules: list[InhibitRule], alerts: dict[str, dict[str, Any]]) -> None:
+        self._rules = rules
+        self._alerts = alerts
+        self._sources: dict[int, dict[tuple[str | None, ...], list[dict[str, str]]]] = {}
+
+    def _sources_of(self, n: int) -> dict[tuple[str | None, ...], list[dict[str, str]]]:
+        if n not in self._sources:
+            rule, index = self._rules[n], {}
+            for alert in self._alerts.values():
+                src = alert["labels"]
+                if _matches_any_name(rule.source_match, src):
+                    index.setdefault(tuple(src.get(k) for k in rule.equal), []).append(src)
+            self._sources[n] = index
+        return self._sources[n]
+
+    def reason(self, labels: dict[str, str]) -> str:
+        """Why `labels` is inhibited: by the first other alert an inhibit rule matches ("" if none)."""
+        for n, rule in enumerate(self._rules):
+            if not _matches_any_name(rule.target_match, labels):
+                continue
+            for src in self._sources_of(n).get(tuple(labels.get(k) for k in rule.equal), []):
+                if src is not labels:
+                    return f"inhibited by {src.get('alertname')} {json.dumps(src, sort_keys=True)}"
+        return ""
+
+
 class Notifier:
     """Holds alert and group state (JSON-serialisable, persisted by the engine each cycle)."""
 
@@ -198,10 +233,11 @@ class Notifier:
     def _suppress(self, now: float, silences: list[Silence]) -> list[dict[str, Any]]:
         """Mark firing alerts silenced or inhibited; record each transition once."""
         events = []
+        inhibitors = _Inhibitors(self._inhibit, self.alerts)
         for alert in self.alerts.values():
             if alert["state"] != "firing":
                 continue
-            reason = self._silenced_by(alert["labels"], silences) or self._inhibited_by(alert["labels"])
+            reason = self._silenced_by(alert["labels"], silences) or inhibitors.reason(alert["labels"])
             if reason and reason != alert["suppressed"]:
                 event = "silenced" if reason.startswith("silence") else "inhibited"
                 events.append(
@@ -226,18 +262,6 @@ class Notifier:
             if before is not None and silence.matches(before):
                 _old_name_silence(silence, labels)
                 return f"silence {silence.id} by {silence.created_by}: {silence.comment}"
-        return ""
-
-    def _inhibited_by(self, labels: dict[str, str]) -> str:
-        for rule in self._inhibit:
-            if not _matches_any_name(rule.target_match, labels):
-                continue
-            for source in self.alerts.values():
-                src = source["labels"]
-                if src is labels or not _matches_any_name(rule.source_match, src):
-                    continue
-                if all(src.get(k) == labels.get(k) for k in rule.equal):
-                    return f"inhibited by {src.get('alertname')} {json.dumps(src, sort_keys=True)}"
         return ""
 
     # -- groups and notifications ----------------------------------------------------------
