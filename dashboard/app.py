@@ -34,9 +34,21 @@ def navigation_pages() -> list[st.Page]:
     return [st.Page(page.file, title=page.title, icon=page.icon, default=page.default) for page in pages.PAGES]
 
 
+#: How long the picker's list of clusters in the lake is reused: every page load draws the sidebar,
+#: and the list (a scan of the last hour of every group's status) changes when a cluster starts or
+#: stops writing, which a picker may show a minute late.
+CLUSTERS_TTL_S = 60
+
+
 @ui.guarded
 def _known_clusters(lake: Lake) -> list[str]:
-    return [] if ui.lake_is_empty(lake) else cluster_queries.names(lake)
+    return [] if ui.lake_is_empty(lake) else _lake_clusters(lake)
+
+
+@st.cache_data(ttl=CLUSTERS_TTL_S, show_spinner=False)
+def _lake_clusters(lake: Lake) -> list[str]:
+    """Shared by every session of this server (keyed by the lake, so two configs never mix)."""
+    return cluster_queries.names(lake)
 
 
 def login_page() -> None:

@@ -110,9 +110,16 @@ class Scope:
 
 @contextmanager
 def session(lake: Lake) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A read-only connection for one loader; always closed, even when a query fails."""
+    """A read-only connection for one loader; always closed, even when a query fails.
+
+    Parquet footers are cached for the connection's life: the views read every file of a table
+    (a week of group_status is thousands of row groups), and a page scans the same table several
+    times (the groups index, then the page's whole rows); the cache is checked against each file's
+    modification time, and dies with the connection.
+    """
     con = lakelib.connect_readonly(lake.path, lake.duckdb_path)
     try:
+        con.execute("SET parquet_metadata_cache = true")
         yield con
     finally:
         con.close()

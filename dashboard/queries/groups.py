@@ -104,12 +104,6 @@ SQL_GROUP_ROWS = newest_rows(
 )
 
 
-def partitions_latest(columns: str) -> str:
-    """Each (group, topic, partition)'s newest lag_1m row in the latest slice (the topics page
-    reads its consumers the same way)."""
-    return newest_rows("lag_1m", columns, key="group_id, topic, partition", where=IN_LATEST)
-
-
 def group_rates(where: str) -> str:
     """Summed rates and the ETA per group, from each partition's newest lag_1m row `where` keeps.
 
@@ -199,12 +193,17 @@ QUALIFY window_start = max(window_start) OVER ()
 ORDER BY client_id
 """
 
+#: The status timeline's points: per chart bucket, each status the group was in, at the first
+#: minute it was (its reason then, the bucket's largest lag in it). Why per bucket: a week is ten
+#: thousand minute rows, more markers than the chart has pixels; a bucket of one minute (ranges up
+#: to a few hours) keeps every row.
 SQL_GROUP_STATUS_HISTORY = """
-SELECT updated_at AS time, status, reason, total_lag
+SELECT min(updated_at) AS time, status, arg_min(reason, updated_at) AS reason, max(total_lag) AS total_lag
 FROM group_status
 WHERE cluster = $cluster AND window_start >= $start - INTERVAL 1 MINUTE AND window_start < $end
   AND updated_at >= $start AND updated_at < $end AND group_id = $group
-ORDER BY time
+GROUP BY time_bucket(to_seconds($bucket_s), updated_at), status
+ORDER BY time, status
 """
 
 

@@ -1,5 +1,8 @@
-"""The topics page: rates, partitions and end-offset growth per topic, who consumes each, and
-one topic's charts."""
+"""The topics page: rates, partitions and end-offset growth per topic, and one topic's charts and
+the groups consuming it.
+
+Why the consumers are read per topic: the page shows one topic's consumers, and at fleet size every
+topic's would be a row per group; the topic filter (a key column of lag_1m) reaches the Parquet scan."""
 
 from __future__ import annotations
 
@@ -17,16 +20,23 @@ from dashboard.queries import (
     run,
     session,
 )
-from dashboard.queries.groups import partitions_latest
 from lagwatch import lake as lakelib
 from lagwatch import vocabulary
+from lagwatch.lake_queries import newest_rows
 
 (LOG_END_OFFSET,) = vocabulary.require("log_end_offset")
 
 _LOWER_BOUND = lakelib.TimeLagMethod.LOWER_BOUND
+#: Each partition of the topic ($topic)'s newest lag_1m row per group in the latest slice.
+_TOPIC_PARTITIONS_LATEST = newest_rows(
+    "lag_1m",
+    "group_id, topic, lag, time_lag_s, time_lag_method, status",
+    key="group_id, partition",
+    where=f"{IN_LATEST} AND topic = $topic",
+)
 SQL_TOPIC_GROUPS_LATEST = f"""
 WITH latest AS (
-{partitions_latest("group_id, topic, lag, time_lag_s, time_lag_method, status")})
+{_TOPIC_PARTITIONS_LATEST})
 SELECT topic, group_id, sum(lag) AS total_lag, max(lag) AS max_lag, max(time_lag_s) AS max_time_lag_s,
        CASE WHEN bool_or(time_lag_method = '{_LOWER_BOUND}') THEN '{_LOWER_BOUND}' END AS max_time_lag_method,
        string_agg(DISTINCT status, ', ' ORDER BY status) AS statuses
@@ -75,7 +85,7 @@ FROM per_window GROUP BY ALL ORDER BY time
 
 
 def load(lake: Lake, scope: Scope) -> Frames:
-    """The topic table (offsets beside one column of rate per meter) and each topic's consumers."""
+    """The topic table: offsets beside one column of rate per meter."""
     with session(lake) as con:
         p = scope.params()
         rates = run(con, SQL_TOPIC_RATES_LATEST, **p).pivot_table(
@@ -84,20 +94,20 @@ def load(lake: Lake, scope: Scope) -> Frames:
         rates = rates.reindex(columns=list(BROKER_RATE_METRICS)).reset_index()
         rates.columns.name = None
         offsets = run(con, SQL_TOPIC_OFFSETS, **p)
-        return {
-            "topics": offsets.merge(rates, on="topic", how="outer").sort_values("topic", ignore_index=True),
-            "groups": run(con, SQL_TOPIC_GROUPS_LATEST, **p),
-        }
+    return {"topics": offsets.merge(rates, on="topic", how="outer").sort_values("topic", ignore_index=True)}
 
 
 def detail(lake: Lake, scope: Scope, topic: str) -> Frames:
-    """One topic's charts; the one series scan is split into rates and end offsets here."""
+    """One topic's charts (the one series scan split into rates and end offsets here) and the
+    groups consuming it ("groups")."""
     with session(lake) as con:
         series = run(con, SQL_TOPIC_SERIES, topic=topic, **scope.params())
+        consumers = run(con, SQL_TOPIC_GROUPS_LATEST, topic=topic, **scope.params())
     offsets = series[series["metric"] == LOG_END_OFFSET]
     return {
         "rate_series": series[series["metric"] != LOG_END_OFFSET].drop(columns="end_offset"),
         "offset_series": offsets[["time", "end_offset"]].reset_index(drop=True),
+        "groups": consumers,
     }
 
 

@@ -72,9 +72,10 @@ def render(ctx: ui.AppContext, scope: Scope) -> None:
     if topic is None:
         return
     st.subheader(f"Topic {topic}")
-    topic_charts(topic_queries.detail(ctx.lake, scope, topic), topic)
+    detail = topic_queries.detail(ctx.lake, scope, topic)
+    topic_charts(detail, topic)
     st.markdown("**Consuming groups**")
-    consumers = data["groups"][data["groups"]["topic"] == topic]
+    consumers = detail["groups"]
     if consumers.empty:
         ui.empty("No consumer group committed offsets for this topic in the last 10 minutes of the range.")
     else:
