@@ -28,6 +28,10 @@ SESSION_TIMEOUT_MS = 6000  # tansu: a group join takes about half of session.tim
 # How far back "who scrapes this target now" looks: the admin target's cycle on a broker that
 # already holds the whole suite's groups can take seconds, and its `up` sample comes at its end.
 RECENT_MS = 10_000
+#: The reader takes messages in batches and parses only those that may be `up` samples, so it keeps
+#: up with the topic on a loaded host (it judged a takeover late when it fell behind).
+UP_BATCH = 1000
+UP_MARK = b'"up"'
 
 
 class UpSamples:
@@ -51,13 +55,14 @@ class UpSamples:
                     continue
                 self._consumer.assign([TopicPartition(self._topic, p, 0) for p in meta.partitions])
                 assigned = True
-            message = self._consumer.poll(0.2)
-            if message is None or message.error():
-                continue
-            sample = json.loads(message.value())
-            if sample["metric"] == "up":
-                target = sample["broker"] or f"admin:{sample['source']}"
-                self.rows.append((sample["ts"], target, sample["collector"]))
+            for message in self._consumer.consume(UP_BATCH, 0.2):
+                value = message.value() if not message.error() else None
+                if not value or UP_MARK not in value:  # skip parsing what cannot be an `up` sample
+                    continue
+                sample = json.loads(value)
+                if sample["metric"] == "up":
+                    target = sample["broker"] or f"admin:{sample['source']}"
+                    self.rows.append((sample["ts"], target, sample["collector"]))
 
     def scrapers_since(self, since_ms: int) -> dict[str, set[str]]:
         result: dict[str, set[str]] = {}
@@ -82,6 +87,8 @@ def _write_config(tmp_path: Path, broker: EmbeddedBroker, exporter: Exporter, su
         f'[cluster]\nname = "scale"\nbootstrap_servers = "{broker.bootstrap_servers}"\n'
         f'[transport]\nsamples_topic = "samples-{suffix}"\n[transport.producer]\n"batch.num.messages" = 1\n'
         f"[collect]\ninterval_s = 1\ntimeout_s = 1\nsession_timeout_ms = {SESSION_TIMEOUT_MS}\n"
+        # The admin target reads no group or topic of the suite's broker: this is about who scrapes.
+        f'groups_allow = ["^scale-{suffix}-"]\ntopics_allow = ["^scale-{suffix}-"]\n'
         f'coordination_group = "collectors-{suffix}"\ncoordination_topic = "targets-{suffix}"\n' + targets
     )
     return path
