@@ -170,7 +170,7 @@ def _fold_samples(
         for report in fold_observations(
             track, thresholds_for(group_key), observed, partition_commits, evidence, limits
         ):
-            rows.add_partition(group_key, where, report, changes_from_ms(track, report.ts_ms))
+            rows.add_partition(group_key, where, report, track)
     for (cluster_name, group, topic_name, number), partition_commits in commits.items():  # no observation here
         track = groups.setdefault((cluster_name, group), {}).setdefault((topic_name, number), PartitionTracker())
         for commit_ts, offset in partition_commits:
@@ -256,12 +256,13 @@ class _Rows:
         return owned.evidence(where, ts_ms, self.readings, group_key) if owned is not None else None
 
     def add_partition(
-        self, group_key: tuple[str, str], where: tuple[str, int], report: PartitionReport, changes_from: int
+        self, group_key: tuple[str, str], where: tuple[str, int], report: PartitionReport, track: PartitionTracker
     ) -> None:
-        """The report's lag_1m row, with the owner changes read from `changes_from` up to its observation."""
+        """The report's lag_1m row (owner changes counted from where the partition's previous minute stopped)."""
         period = report.ts_ms - report.ts_ms % PERIOD_MS
         owned = self.memberships.get(group_key)
         owner = owned.owner_at(where, report.ts_ms, self.readings, group_key) if owned is not None else None
+        changes_from = changes_from_ms(track, report.ts_ms)
         changes = owned.owner_changes(where, changes_from, report.ts_ms) if owned is not None else 0
         group_type = owned.group_type if owned is not None else None
         pending = owned.pending_at(where, report.ts_ms, self.readings, group_key) if owned is not None else None
@@ -280,7 +281,7 @@ class _Rows:
                 if track is not None and (*group_key, *where) not in self.reports and track.last_ts_ms in stamps:
                     evidence = self.evidence(group_key, where, track.last_ts_ms)
                     report = track.report(thresholds_for(group_key), evidence, self.limits_of(group_key[0], where[0]))
-                    self.add_partition(group_key, where, report, changes_from_ms(track, report.ts_ms))
+                    self.add_partition(group_key, where, report, track)
         for group_key, stamps in self.readings.touched_groups.items():
             tracks = groups.get(group_key)
             if tracks and group_key not in self.newest_period:

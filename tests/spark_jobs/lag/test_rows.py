@@ -34,6 +34,11 @@ def lag_frame() -> Any:
             rows.append(parsed_sample(ts, "consumer_lag", "gauge", 5, partition=partition, **labels))
             owner = {"client_id": "c1", "member_id": "c1-1", "host": "/10.0.0.1"}
             rows.append(parsed_sample(ts, "partition_assigned", "gauge", 1, partition=partition, **labels, **owner))
+    return operator_frame(rows)
+
+
+def operator_frame(rows: list[dict[str, Any]]) -> Any:
+    """Parsed samples as the lag step gets them: routed, the metric-window rows left out."""
     for row in rows:
         del row["event_time"]
     operator, _ = route.operator_rows(pa.Table.from_pylist(rows), None, lag_routing=True)
@@ -118,11 +123,7 @@ def test_a_group_state_from_the_log_a_window_after_its_last_lag_writes_no_group_
     step.update_lag(lag_frame(), groups, memberships, LagConfig(), 0)
     late = T0 + LagConfig().window_ms + 60_000
     state = parsed_sample(late, "consumer_group_state", "gauge", 1, source="commitlog", group_id="g")
-    del state["event_time"]
-    operator, _ = route.operator_rows(pa.Table.from_pylist([state]), None, lag_routing=True)
-    frame = operator.to_pandas()
-    batch = frame[frame["role"] != route.METRIC]
-    partition_rows, group_rows = step.update_lag(batch, groups, memberships, LagConfig(), 0)
+    partition_rows, group_rows = step.update_lag(operator_frame([state]), groups, memberships, LagConfig(), 0)
     assert len(group_rows.get("status", [])) == 0 and len(partition_rows.get("status", [])) == 0
     assert any(key[1] == "g" for key in groups)  # the group is still tracked
 
@@ -139,11 +140,7 @@ def test_an_owner_change_read_between_two_minutes_counts_in_the_later_minute_s_r
         if source == "admin":
             rows.append(parsed_sample(ts, "committed_offset", "counter", 100 + seconds, source=source, **labels))
             rows.append(parsed_sample(ts, "consumer_lag", "gauge", 5, source=source, **labels))
-    for row in rows:
-        del row["event_time"]
-    operator, _ = route.operator_rows(pa.Table.from_pylist(rows), None, lag_routing=True)
-    frame = operator.to_pandas()
-    partition_rows, _ = step.update_lag(frame[frame["role"] != route.METRIC], {}, {}, LagConfig(), 0)
+    partition_rows, _ = step.update_lag(operator_frame(rows), {}, {}, LagConfig(), 0)
     minutes, changes = partition_rows["window_start"].tolist(), partition_rows["owner_changes"].tolist()
     by_minute = dict(zip(minutes, changes, strict=True))
     assert by_minute == {T0: 0, T0 + step.PERIOD_MS: 1}
