@@ -14,6 +14,12 @@ How offsets flow:
   decodes and routes the records when asked).
 - A per-batch row cap is split in proportion to each partition's backlog: an even split starves
   the busiest partitions, whose old records then arrive behind the watermark and are dropped.
+- A trigger waits for a burst to end. A collector publishes a cycle's samples in a burst, and a
+  trigger that fell inside one would split the cycle over two batches, each paying the job's
+  cost per batch (state commit, every touched bucket's state, lake files) and writing the
+  cycle's groups twice. So while the topic's end offsets still move, `latestOffset` looks
+  again every SETTLE_POLL_S until they stand still, for at most `settleMaxS` (default 1 s):
+  a topic that never rests is read at least once a trigger plus that bound.
 - An unreachable broker raises :class:`KafkaSourceError` naming the bootstrap servers after a
   bounded number of attempts, instead of librdkafka's silent endless retry.
 """
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -48,6 +55,8 @@ Offsets = dict[str, dict[str, int]]
 #: Offsets one task of a batch reads before the next task is planned: a live batch (a collector
 #: cycle's samples) is one task, a backlog a task per partition of the samples topic.
 RECORDS_PER_TASK = 50_000
+#: How often a trigger looks again at end offsets that are still moving (module docstring).
+SETTLE_POLL_S = 0.2
 
 
 def source_options(
@@ -60,6 +69,7 @@ def source_options(
     read_timeout_s: float = 120.0,
     decode_max_bytes: int | None = None,
     route: tuple[str, bool] | None = None,
+    settle_max_s: float | None = None,
 ) -> dict[str, str]:
     """Build the option map for `spark.readStream.format(SOURCE_NAME)` from a librdkafka dict.
 
@@ -74,6 +84,8 @@ def source_options(
         options["decodeSamplesMaxBytes"] = str(decode_max_bytes)
     if route is not None:
         options["routeSamplesCluster"], options["routeLagSamples"] = route[0], str(route[1]).lower()
+    if settle_max_s is not None:
+        options["settleMaxS"] = str(settle_max_s)
     return options
 
 
@@ -200,12 +212,34 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         begin, highs = self._ranges(start)
+        if self._available_now_target is None and self._fits_one_batch(begin, highs, limit):
+            highs = self._settled(begin, highs)
         backlog = {tp: max(0, highs[tp] - begin[tp]) for tp in highs}
         take = split_row_cap(backlog, int(limit.max_rows)) if isinstance(limit, ReadMaxRows) else backlog
         end: Offsets = {}
         for (topic, partition), first in begin.items():
             end.setdefault(topic, {})[str(partition)] = first + take.get((topic, partition), 0)
         return end
+
+    @staticmethod
+    def _fits_one_batch(begin: dict[tuple[str, int], int], highs: dict[tuple[str, int], int], limit: ReadLimit) -> bool:
+        """New records, all of which this batch may take (a capped backlog needs no wait: there is more)."""
+        backlog = sum(max(0, highs[tp] - begin[tp]) for tp in highs)
+        return backlog > 0 and not (isinstance(limit, ReadMaxRows) and backlog > int(limit.max_rows))
+
+    def _settled(
+        self, begin: dict[tuple[str, int], int], highs: dict[tuple[str, int], int]
+    ) -> dict[tuple[str, int], int]:
+        """The end offsets once they stop moving between two looks, or as of settle_max_s."""
+        deadline = time.monotonic() + self.options.settle_max_s
+        while time.monotonic() + SETTLE_POLL_S <= deadline:
+            time.sleep(SETTLE_POLL_S)
+            ends = {tp: self._target_for(*tp, marks[1]) for tp, marks in self._current().items() if tp in highs}
+            now = {tp: max(begin[tp], ends.get(tp, high)) for tp, high in highs.items()}
+            if now == highs:
+                break
+            highs = now
+        return highs
 
     def _ranges(self, start: Offsets) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
         """Where each partition resumes and how far it may go (new partitions start at earliest)."""

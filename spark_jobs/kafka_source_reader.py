@@ -28,7 +28,7 @@ from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
-from lagwatch.gc_pause import cyclic_gc_paused
+from lagwatch.gc_pause import cyclic_gc_paused, freeze_startup_objects
 from lagwatch.kafka import SPARK_SOURCE_GROUP
 from spark_jobs.schema import KAFKA_RECORD_SCHEMA
 
@@ -67,6 +67,9 @@ class SourceOptions:
     #: cluster when the record cannot, and route_lag sends lag samples to their group's bucket.
     route_cluster: str | None = None
     route_lag: bool = False
+    #: While the topic's end offsets still move, a trigger waits up to this long for them to stand
+    #: still (``kafka_source.py`` says why); 0 turns the wait off.
+    settle_max_s: float = 1.0
 
     @property
     def servers(self) -> str:
@@ -95,6 +98,7 @@ class SourceOptions:
             decode_max_bytes=int(options["decodeSamplesMaxBytes"]) if options.get("decodeSamplesMaxBytes") else None,
             route_cluster=options.get("routeSamplesCluster"),
             route_lag=options.get("routeLagSamples", "false").lower() == "true",
+            settle_max_s=float(options.get("settleMaxS", 1.0)),
         )
 
 
@@ -143,6 +147,7 @@ def grouped_ranges(ranges: list[KafkaRangePartition], records_per_task: int) -> 
 
 def read_ranges(options: SourceOptions, group: KafkaRangeGroup) -> Iterator[Any]:
     """Each range of the group, as :func:`read_range` reads one."""
+    freeze_startup_objects()  # runs in a Python worker: its imports leave the daemon's per-task collections
     for part in group.ranges:
         yield from read_range(options, part)
 

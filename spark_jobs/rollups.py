@@ -60,6 +60,7 @@ import pyarrow.compute as pc
 
 from lagwatch import lake as lakelib
 from lagwatch.config import LagConfig
+from lagwatch.gc_pause import freeze_startup_objects
 from spark_jobs import packed, route, windows
 from spark_jobs.lag import broker_events, membership, reachability, retention, step
 from spark_jobs.lag.rules import Outage
@@ -135,6 +136,7 @@ def rollup_bucket(
     cluster_lag: Mapping[str, Mapping[str, float]] | None = None,
 ) -> Iterator[pd.DataFrame]:
     """applyInPandasWithState function: one bucket's metric series and groups, one batch."""
+    freeze_startup_objects()  # a worker's imports leave the collections PySpark runs after each task
     cells = [cell for frame in batches for cell in frame["samples"]]
     if not cells:
         return

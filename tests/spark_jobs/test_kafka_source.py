@@ -164,3 +164,50 @@ def test_with_routing_on_the_reader_yields_each_bucket_once_with_its_records(
     assert copies == sorted(s.value for s in samples for _ in range(route.STATE_BUCKETS))
     (dead,) = [json.loads(r["dead_letter"]) for r in records if r["role"] == route.DEAD]
     assert (dead["error"], dead["source_offset"], dead["cluster"]) == ("not a JSON object", 40, "job")
+
+
+def _burst_and_look(servers: str, topic: str, settle_max_s: float) -> tuple[int, int]:
+    """Produce 60 records one every 20 ms from a thread; 0.3 s in, ask the driver-side reader for
+    this trigger's end offset. Returns (its end, the records produced by then)."""
+    import threading
+    import time
+
+    from confluent_kafka import Producer
+
+    from spark_jobs.kafka_source_reader import SourceOptions
+
+    produced: list[int] = []
+    producer = Producer({"bootstrap.servers": servers})
+
+    def burst() -> None:
+        for n in range(60):
+            producer.produce(topic, value=b"%d" % n, partition=0)
+            producer.flush(5)
+            produced.append(n)
+            time.sleep(0.02)
+
+    options = kafka_source.source_options({"bootstrap.servers": servers}, topic, settle_max_s=settle_max_s)
+    reader = kafka_source.KafkaStreamReader(SourceOptions.parse(options))
+    start = reader.initialOffset()
+    sender = threading.Thread(target=burst)
+    sender.start()
+    time.sleep(0.3)
+    end = reader.latestOffset(start, reader.getDefaultReadLimit())
+    seen = len(produced)
+    sender.join()
+    reader.stop()
+    return end[topic]["0"], seen
+
+
+def test_a_trigger_waits_for_a_burst_to_end_so_a_cycle_is_one_batch(broker: Any, kafka: Any, unique: Any) -> None:
+    """A collector's burst is taken whole: the trigger looks again until the end offsets rest."""
+    waited = unique("settle")
+    kafka.create_topic(waited, 1)
+    end, produced_by_then = _burst_and_look(broker.bootstrap_servers, waited, settle_max_s=10)
+    assert end == 60, f"the trigger took {end} of the burst's 60 records"
+    assert produced_by_then == 60
+
+    at_once = unique("no-settle")
+    kafka.create_topic(at_once, 1)
+    end, produced_by_then = _burst_and_look(broker.bootstrap_servers, at_once, settle_max_s=0)
+    assert 0 < end < 60, f"without the wait a trigger inside the burst splits it (took {end})"
