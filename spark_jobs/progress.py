@@ -7,13 +7,20 @@ minus that event time) is what an analyst waiting for a sample actually experien
 Input rows are Kafka records. Spark's own count is of the rows its source yielded, and the job
 reads records packed thousands to a row (``packed.py``), so the query counts the records with
 an observed metric (:func:`observe_input_records`) and the rates are scaled to it.
+
+The listener takes each progress report as its JSON, in one call into the JVM
+(:class:`_ProgressAsJson`): PySpark's own wrapper walks every field of the report through
+Py4J, dozens of calls per batch, plus an idle event every few seconds, for a row that needs
+the JSON's few fields.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from pyspark.sql.streaming import StreamingQueryListener
@@ -144,8 +151,45 @@ class ProgressListener(StreamingQueryListener):
     def onQueryIdle(self, event: Any) -> None:
         pass
 
+    @property
+    def _jlistener(self) -> Any:
+        """The JVM-side listener PySpark registers for us (``StreamingQueryManager.addListener``),
+        here with :class:`_ProgressAsJson` between it and this listener."""
+        if not hasattr(self, "_json_jlistener"):
+            from pyspark import SparkContext
+
+            self._json_jlistener = SparkContext._jvm.PythonStreamingQueryListenerWrapper(_ProgressAsJson(self))
+        return self._json_jlistener
+
     def onQueryTerminated(self, event: Any) -> None:
         if event.exception:
             log.error("query %s failed: %s", event.id, event.exception.splitlines()[0])
         else:
             log.info("query %s stopped", event.id)
+
+
+class _ProgressAsJson:
+    """The Java interface PySpark's listener wrapper calls, answering a progress event from its
+    JSON (one Py4J call) and an idle event with none; start and end, once per query, as PySpark does."""
+
+    def __init__(self, listener: ProgressListener) -> None:
+        self.listener = listener
+
+    def onQueryStarted(self, jevent: Any) -> None:
+        from pyspark.sql.streaming.listener import QueryStartedEvent
+
+        self.listener.onQueryStarted(QueryStartedEvent.fromJObject(jevent))
+
+    def onQueryProgress(self, jevent: Any) -> None:
+        self.listener.onQueryProgress(SimpleNamespace(progress=json.loads(jevent.progress().json())))
+
+    def onQueryIdle(self, jevent: Any) -> None:
+        pass
+
+    def onQueryTerminated(self, jevent: Any) -> None:
+        from pyspark.sql.streaming.listener import QueryTerminatedEvent
+
+        self.listener.onQueryTerminated(QueryTerminatedEvent.fromJObject(jevent))
+
+    class Java:
+        implements = ("org.apache.spark.sql.streaming.PythonStreamingQueryListener",)

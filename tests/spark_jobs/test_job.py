@@ -99,6 +99,9 @@ def test_malformed_records_go_to_dead_letters_and_an_open_reader_keeps_working(
     reader.close()
     progress = _lake_query(config, "select query, sum(input_rows) from pipeline_progress group by 1 order by 1")
     assert progress == [("rollups", 125)], "one query reads every record once"
+    timings = "select count(*), count(batch_duration_ms), count(freshness_s) from pipeline_progress"
+    (recorded,) = _lake_query(config, f"{timings} where input_rows > 0")
+    assert recorded[0] > 0 and recorded[0] == recorded[1] == recorded[2], f"every batch's timings recorded: {recorded}"
 
 
 def _write_config(path: Path, broker: Any, topic: str, tmp_path: Path) -> Path:
