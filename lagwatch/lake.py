@@ -458,6 +458,73 @@ def _since_macro_sql(lake: Path, spec: Table) -> str:
     )
 
 
+def _date_folders(lake: Path, spec: Table) -> list[str]:
+    """The table's date folders as they are now (``date=YYYY-MM-DD``), the schema sentinel aside."""
+    root = lake / spec.name
+    if not root.is_dir():
+        return []
+    return sorted(
+        entry.name
+        for entry in os.scandir(root)
+        if entry.is_dir() and entry.name.startswith("date=") and entry.name != SCHEMA_PARTITION
+    )
+
+
+def _range_files_sql(lake: Path, spec: Table) -> str:
+    """SQL for the files a read of [since, until) lists: the schema file, and each date folder whose
+    UTC day the range touches (the schema file again in place of one it does not touch).
+
+    Why a fixed list with the schema file in every unused slot: a glob that matches nothing fails
+    the read, and the list must stay one constant expression of the macro's arguments.
+    """
+    schema_file = f"'{(lake / spec.name / SCHEMA_PARTITION / SCHEMA_FILE).as_posix()}'"
+    first = "CAST(timezone('UTC', CAST(since AS TIMESTAMPTZ)) AS DATE)"
+    last = "CAST(timezone('UTC', CAST(until AS TIMESTAMPTZ)) AS DATE)"
+    folders = [
+        f"CASE WHEN DATE '{folder.removeprefix('date=')}' BETWEEN {first} AND {last} "
+        f"THEN '{(lake / spec.name / folder / '*.parquet').as_posix()}' ELSE {schema_file} END"
+        for folder in _date_folders(lake, spec)
+    ]
+    return f"[{', '.join([schema_file, *folders])}]"
+
+
+def range_macro_statements(lake: str | os.PathLike[str], tables: Sequence[str]) -> list[str]:
+    """CREATE TEMP MACRO statements for a session's ranged reads of `tables` (each one whose time
+    column is in its key):
+
+    - ``<table>_between(since, until)``: what the view shows with the time column in [since, until),
+    - ``<table>_versions(since, until)``: the same rows as stored, every version and copy (a file
+      being compacted is read beside its merged copy), with `version`: for a reader that finds the
+      newest rows it needs more cheaply than by deduplicating the whole range.
+
+    Why: a view lists every file of its table, and reading all their schemas (union_by_name) is the
+    first cost of every statement on a fresh connection: the whole retention's footers for a
+    last-hour page.
+    These read only the date folders of the range's UTC days (a row's folder is its time column's
+    UTC day: `write_rows`), so a short range costs the footers of a day or two. The time column is
+    in the key, so the range filter below the dedupe keeps every version of a key or none.
+
+    Why temporary and per session: the folders are listed when the statements are made, so a
+    session made before midnight UTC does not see the next day's folder; a session lives for one
+    page's queries.
+    """
+    root = Path(lake).resolve()
+    statements = []
+    for spec in map(table, tables):
+        if spec.time_column not in spec.key:
+            raise ValueError(f"{spec.name}: its time column {spec.time_column!r} is not in its key")
+        source = f"read_parquet({_range_files_sql(root, spec)}, hive_partitioning = false, union_by_name = true)"
+        in_range = f"{spec.time_column} >= since AND {spec.time_column} < until"
+        newest = f"row_number() OVER (PARTITION BY {', '.join(spec.key)} ORDER BY version DESC) = 1"
+        statements += [
+            f"CREATE OR REPLACE TEMP MACRO {spec.name}_between(since, until) AS TABLE "
+            f"SELECT * EXCLUDE (version) FROM {source} WHERE {in_range} QUALIFY {newest}",
+            f"CREATE OR REPLACE TEMP MACRO {spec.name}_versions(since, until) AS TABLE "
+            f"SELECT * FROM {source} WHERE {in_range}",
+        ]
+    return statements
+
+
 def view_statements(lake: str | os.PathLike[str]) -> list[str]:
     """CREATE VIEW statements (newest version per key wins) for every table, plus a
     `<table>_since(start)` macro for tables whose key lacks the time column."""

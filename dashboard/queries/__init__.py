@@ -13,8 +13,10 @@ loader that runs it. Rules every module keeps:
   parameters (`$name`, see `run`); the SQL text is constant.
 - Queries are shaped for the newest-wins views: a filter on a key column (time, cluster,
   metric, labels) is pushed below the dedupe into the Parquet scan, so "current" values read
-  only a short slice at the end of the range instead of deduping seven days. Tables whose key
-  lacks the time column are read through their `<table>_since(start)` macro for the same reason.
+  only a short slice at the end of the range instead of deduping seven days. A time range is
+  read through the session's `<table>_between(since, until)` macro (`between`), which lists only
+  the date folders of the range's days, so a last-hour page reads no footer of older days.
+  Tables whose key lacks the time column are read through their `<table>_since(start)` macro.
 """
 
 from __future__ import annotations
@@ -43,6 +45,9 @@ LATEST_LOOKBACK = dt.timedelta(minutes=10)
 #: Per-entity state (group status, scrape targets, collectors) is looked up over this slice, so
 #: an entity that went silent minutes ago still shows (as silent) without scanning 7 days.
 RECENT_LOOKBACK = dt.timedelta(hours=1)
+#: The tables the pages read by time range through their session macros (see `between`): each
+#: macro costs a millisecond or two to make, so only these have them.
+RANGED_TABLES = ("group_status", "lag_1m", "metrics_1m")
 #: Time series are bucketed so a chart never carries more points than this per series.
 MAX_POINTS = 400
 #: A range longer than this reads the hourly tables (lag_1h) for its closed hours, in buckets of
@@ -112,14 +117,16 @@ class Scope:
 def session(lake: Lake) -> Iterator[duckdb.DuckDBPyConnection]:
     """A read-only connection for one loader; always closed, even when a query fails.
 
-    Parquet footers are cached for the connection's life: the views read every file of a table
-    (a week of group_status is thousands of row groups), and a page scans the same table several
+    Parquet footers are cached for the connection's life: a page scans the same table several
     times (the groups index, then the page's whole rows); the cache is checked against each file's
-    modification time, and dies with the connection.
+    modification time, and dies with the connection. The ranged-read macros
+    (`lagwatch.lake.range_macro_statements`) are made here, over the date folders there are now.
     """
     con = lakelib.connect_readonly(lake.path, lake.duckdb_path)
     try:
         con.execute("SET parquet_metadata_cache = true")
+        for statement in lakelib.range_macro_statements(lake.path, RANGED_TABLES):
+            con.execute(statement)
         yield con
     finally:
         con.close()
@@ -151,9 +158,18 @@ def run_each(con: duckdb.DuckDBPyConnection, params: dict[str, Any], **statement
 # SQL pieces the page modules share. Every filter on a view uses key columns so it is pushed
 # into the Parquet scan.
 
-IN_RANGE = "cluster = $cluster AND window_start >= $start AND window_start < $end"
-IN_LATEST = "cluster = $cluster AND window_start >= $latest_start AND window_start < $end"
-IN_RECENT = "cluster = $cluster AND window_start >= $recent_start AND window_start < $end"
+#: The spans a page reads, as (since, until) SQL: the range, its latest slice, its recent slice.
+RANGE = ("$start", "$end")
+LATEST = ("$latest_start", "$end")
+RECENT = ("$recent_start", "$end")
+
+
+def between(table: str, span: tuple[str, str] = RANGE) -> str:
+    """`table`'s rows (newest version per key) with window_start in the span: its session macro,
+    which lists only the date folders of the span's days (see `session`)."""
+    return f"{table}_between({', '.join(span)})"
+
+
 BUCKET = "time_bucket(to_seconds($bucket_s), window_start)"
 
 #: Sample sources as the SQL names them.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dashboard.queries import BROKER_RATE_METRICS, BUCKET, IN_LATEST, IN_RANGE, JMX, Frames, Lake, Scope, run, session
+from dashboard.queries import BROKER_RATE_METRICS, BUCKET, JMX, LATEST, Frames, Lake, Scope, between, run, session
 from dashboard.queries.pipeline import SQL_SCRAPE_HEALTH
 from lagwatch import vocabulary
 
@@ -22,8 +22,8 @@ IDLE_METRICS = vocabulary.require("request_handler_avg_idle_percent", "network_p
 
 SQL_BROKER_GAUGES = f"""
 SELECT metric, broker, arg_max_null("last", window_start) AS value, max(window_end) AS seen
-FROM metrics_1m
-WHERE {IN_LATEST} AND source IN {JMX} AND broker IS NOT NULL AND topic IS NULL
+FROM {between("metrics_1m", LATEST)}
+WHERE cluster = $cluster AND source IN {JMX} AND broker IS NOT NULL AND topic IS NULL
   AND metric IN {HEALTH_METRICS}
 GROUP BY ALL ORDER BY metric, broker
 """
@@ -32,8 +32,8 @@ GROUP BY ALL ORDER BY metric, broker
 SQL_BROKER_SERIES = f"""
 SELECT {BUCKET} AS time, broker, metric, avg(rate_per_s) AS rate_per_s, avg(avg) AS value,
        sum(rate_per_s * epoch(window_end - window_start)) AS increase
-FROM metrics_1m
-WHERE {IN_RANGE} AND source IN {JMX} AND broker IS NOT NULL AND topic IS NULL
+FROM {between("metrics_1m")}
+WHERE cluster = $cluster AND source IN {JMX} AND broker IS NOT NULL AND topic IS NULL
   AND metric IN {(*BROKER_RATE_METRICS, ELECTIONS, *IDLE_METRICS)}
 GROUP BY ALL ORDER BY time
 """

@@ -9,43 +9,42 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.queries import JMX, RECENT_LOOKBACK, TARGETS, UP, Frames, Lake, Scope, run, session
+from dashboard.queries import JMX, RECENT, RECENT_LOOKBACK, TARGETS, UP, Frames, Lake, Scope, between, run, session
 from lagwatch import vocabulary
 from lagwatch.lake_queries import newest_rows
 
 #: Clusters with rows since $since: the bound on a key column (a macro's for pipeline_progress)
 #: reaches the Parquet scan, so the picker reads the last hour of files, not every group's every
 #: minute of the whole retention through the views' dedupe (a cost that grows with fleet and retention).
+_SINCE = ("$since", "'infinity'")
 SQL_CLUSTERS = (
-    "SELECT DISTINCT cluster FROM group_status WHERE window_start >= $since "
+    f"SELECT DISTINCT cluster FROM {between('group_status', _SINCE)} "
     "UNION SELECT DISTINCT cluster FROM pipeline_progress_since($since)"
 )
 
 #: Every cluster's groups, newest status each (not-OK ones are listed).
 SQL_ALL_GROUPS_LATEST = newest_rows(
-    "group_status",
+    between("group_status", ("$recent_start - INTERVAL 1 MINUTE", "$end")),
     "cluster, group_id, status, reason, total_lag, updated_at",
     key="cluster, group_id",
-    where="window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end "
-    "AND updated_at >= $recent_start AND updated_at < $end",
+    where="updated_at >= $recent_start AND updated_at < $end",
     newest_by="updated_at",
 )
 
 #: Every cluster's scrape targets, newest `up` each, and each cluster's newest metrics window.
 SQL_ALL_TARGETS_LATEST = f"""
 SELECT cluster, source, broker, client_id, arg_max_null("last", window_start) AS up
-FROM metrics_1m
-WHERE window_start >= $recent_start AND window_start < $end AND metric = '{UP}' AND source IN {TARGETS}
+FROM {between("metrics_1m", RECENT)}
+WHERE metric = '{UP}' AND source IN {TARGETS}
 GROUP BY ALL
 """
 
-SQL_ALL_NEWEST_DATA = """
+SQL_ALL_NEWEST_DATA = f"""
 SELECT cluster, max(newest) AS newest FROM (
-  SELECT cluster, max(window_end) AS newest FROM metrics_1m
-  WHERE window_start >= $recent_start AND window_start < $end GROUP BY cluster
+  SELECT cluster, max(window_end) AS newest FROM {between("metrics_1m", RECENT)} GROUP BY cluster
   UNION ALL
-  SELECT cluster, max(updated_at) FROM group_status
-  WHERE window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end AND updated_at < $end
+  SELECT cluster, max(updated_at) FROM {between("group_status", ("$recent_start - INTERVAL 1 MINUTE", "$end"))}
+  WHERE updated_at < $end
   GROUP BY cluster
 ) GROUP BY cluster
 """

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from dashboard.queries import BUCKET, IN_LATEST, IN_RANGE, Frames, Lake, Scope, bind, run, session
+from dashboard.queries import BUCKET, LATEST, Frames, Lake, Scope, between, bind, run, session
 from lagwatch import vocabulary
 from lagwatch.lake_hours import HOUR, hour_of, written_until
 from lagwatch.lake_queries import hourly_from_minutes, hourly_rows, newest_rows
@@ -31,12 +31,11 @@ PAGE_SIZE = 100
 #: Rows of each of the overview's short lists of groups.
 SHOWN_WORST = 10
 
-#: group_status is keyed by minute (window_start); the filter on it is what reaches the Parquet
-#: scan below the views' dedupe, updated_at (within that minute) then trims the edges.
-IN_RECENT_STATUS = (
-    "cluster = $cluster AND window_start >= $recent_start - INTERVAL 1 MINUTE AND window_start < $end "
-    "AND updated_at >= $recent_start AND updated_at < $end"
-)
+#: The span of group_status the recent statuses are read from: it is keyed by minute (window_start),
+#: so the span reaches the Parquet scan below the dedupe; updated_at (within that minute) then trims
+#: the edges.
+RECENT_MINUTES = ("$recent_start - INTERVAL 1 MINUTE", "$end")
+UPDATED_RECENTLY = "updated_at >= $recent_start AND updated_at < $end"
 GROUP_COLUMNS = (
     "group_id, status, reason, rule, total_lag, max_lag, max_time_lag_s, max_time_lag_method, partitions, topics, "
     "group_state, members, rebalances, rebalancing_s, group_type, group_epoch, updated_at"
@@ -46,11 +45,41 @@ RATE_COLUMNS = ("consume_rate", "produce_rate", "eta_s", "rate_span_s")
 
 #: The temporary table one render's newest statuses go into (dropped with the connection).
 INDEX_TABLE = "group_index"
-#: Every group's newest status, only what the filters and the order read (and its minute, so
-#: the page's whole rows are read from that minute on, not from the whole hour).
+#: What the index holds of each group's newest status: what the filters and the order read, and
+#: its minute (so the page's whole rows are read from that minute on, not from the whole hour).
+INDEX_COLUMNS = "group_id, window_start, status, total_lag, max_time_lag_s, group_type, topics"
+#: Every group's newest status (by updated_at, among its minutes' newest versions) in the recent
+#: slice. Why not the plain newest-wins query (SQL_INDEX_OF): that deduplicates every minute of every
+#: group before picking one row per group. Here the stored rows are read as written
+#: (`group_status_versions`), only two narrow columns over the whole slice, for each group's newest
+#: updated_at; then only the minutes holding it are deduplicated, and their newest
+#: version is the answer when it still carries that time. A group whose newest stored row a newer
+#: version of its minute replaced (a rewrite that moved updated_at back or out of the slice) gets a
+#: row of NULLs here, and `build_index` puts the plain query's answer in its place.
 SQL_GROUP_INDEX = f"""CREATE TEMP TABLE {INDEX_TABLE} AS
-{newest_rows("group_status", "group_id, window_start, status, total_lag, max_time_lag_s, group_type, topics",
-             key="group_id", where=IN_RECENT_STATUS, newest_by="updated_at")}"""  # fmt: skip
+WITH stored AS NOT MATERIALIZED (
+  SELECT * FROM group_status_versions({", ".join(RECENT_MINUTES)}) WHERE cluster = $cluster
+),
+newest AS (SELECT group_id, max(updated_at) AS updated_at FROM stored WHERE {UPDATED_RECENTLY} GROUP BY group_id),
+minutes AS (SELECT DISTINCT group_id, window_start FROM stored JOIN newest USING (group_id, updated_at)),
+current AS (
+  SELECT {INDEX_COLUMNS}, updated_at FROM stored JOIN minutes USING (group_id, window_start)
+  QUALIFY row_number() OVER (PARTITION BY group_id, window_start ORDER BY version DESC) = 1
+)
+SELECT newest.group_id, {", ".join(f"current.{c}" for c in INDEX_COLUMNS.split(", ")[1:])}
+FROM newest LEFT JOIN current ON current.group_id = newest.group_id AND current.updated_at = newest.updated_at
+QUALIFY row_number() OVER (PARTITION BY newest.group_id) = 1
+"""  # fmt: skip
+
+#: The plain newest-wins answer for some groups ($ids): every minute deduplicated, then the newest
+#: by updated_at. What SQL_GROUP_INDEX must equal; it runs for the groups that query could not settle.
+SQL_INDEX_OF = newest_rows(
+    between("group_status", RECENT_MINUTES),
+    INDEX_COLUMNS,
+    key="group_id",
+    where=f"cluster = $cluster AND {UPDATED_RECENTLY} AND list_contains($ids::VARCHAR[], group_id)",
+    newest_by="updated_at",
+)
 
 #: group_status.topics is the group's topics, sorted and comma-joined (a Kafka topic name holds
 #: no comma); the search is a plain substring of the group id, either case.
@@ -96,16 +125,16 @@ SQL_MOST_LAG = f"SELECT group_id, window_start FROM {INDEX_TABLE} ORDER BY {MOST
 #: The whole newest rows of some groups ($ids), read from the oldest of their newest minutes
 #: ($since) on: the same rows the index chose, at the cost of a few minutes of files.
 SQL_GROUP_ROWS = newest_rows(
-    "group_status",
+    between("group_status", (f"greatest($since, {RECENT_MINUTES[0]})", "$end")),
     GROUP_COLUMNS,
     key="group_id",
-    where=f"{IN_RECENT_STATUS} AND list_contains($ids::VARCHAR[], group_id) AND window_start >= $since",
+    where=f"cluster = $cluster AND {UPDATED_RECENTLY} AND list_contains($ids::VARCHAR[], group_id)",
     newest_by="updated_at",
 )
 
 
-def group_rates(where: str) -> str:
-    """Summed rates and the ETA per group, from each partition's newest lag_1m row `where` keeps.
+def group_rates(source: str, where: str) -> str:
+    """Summed rates and the ETA per group, from each partition's newest lag_1m row (of `source`) `where` keeps.
 
     A group's ETA is its slowest partition's, and NULL ("not catching up") as soon as one lagging
     partition is not catching up; rate_span_s is the shortest span any partition's rates were
@@ -114,7 +143,7 @@ def group_rates(where: str) -> str:
     columns = "group_id, lag, consume_rate, produce_rate, eta_s, rate_span_s"
     return f"""
 WITH latest AS (
-{newest_rows("lag_1m", columns, key="group_id, topic, partition", where=where)})
+{newest_rows(source, columns, key="group_id, topic, partition", where=where)})
 SELECT group_id, sum(consume_rate) AS consume_rate, sum(produce_rate) AS produce_rate,
        CASE WHEN bool_or(eta_s IS NULL AND lag > 0) THEN NULL ELSE max(eta_s) END AS eta_s,
        min(rate_span_s) AS rate_span_s
@@ -123,13 +152,15 @@ FROM latest GROUP BY group_id
 
 
 #: Rates for some groups only ($ids): the filter on the key column reaches the Parquet scan.
-SQL_GROUP_RATES_FOR = group_rates(f"{IN_LATEST} AND list_contains($ids::VARCHAR[], group_id)")
+SQL_GROUP_RATES_FOR = group_rates(
+    between("lag_1m", LATEST), "cluster = $cluster AND list_contains($ids::VARCHAR[], group_id)"
+)
 
 #: One scan for the drill-down: per bucket and partition; the page sums partitions itself.
 SQL_GROUP_PARTITIONS = f"""
 WITH per_window AS (
   SELECT window_start, topic || '/' || partition AS topic_partition, lag, time_lag_s, consume_rate, produce_rate
-  FROM lag_1m WHERE {IN_RANGE} AND group_id = $group
+  FROM {between("lag_1m")} WHERE cluster = $cluster AND group_id = $group
 )
 SELECT {BUCKET} AS time, topic_partition, max(lag) AS lag, max(time_lag_s) AS time_lag_s,
        avg(consume_rate) AS consume_rate, avg(produce_rate) AS produce_rate
@@ -172,11 +203,11 @@ ORDER BY time, topic_partition
 
 #: Each partition's newest row in the latest slice: its lag and status and the member owning it.
 SQL_GROUP_OWNERS = newest_rows(
-    "lag_1m",
+    between("lag_1m", LATEST),
     "topic, partition, lag, status, retention_margin, retention_margin_s, "
     "owner_client_id, owner_host, owner_member_id, owner_changes, owner_pending, window_start AS minute",
     key="topic, partition",
-    where=f"{IN_LATEST} AND group_id = $group",
+    where="cluster = $cluster AND group_id = $group",
     order_by="lag DESC, topic, partition",
 )
 
@@ -185,8 +216,9 @@ SQL_GROUP_OWNERS = newest_rows(
 SQL_GROUP_MEMBER_EPOCHS = f"""
 WITH epochs AS (
   SELECT client_id, "last" AS member_epoch, window_start
-  FROM metrics_1m
-  WHERE {IN_LATEST} AND group_id = $group AND metric = '{MEMBER_EPOCH}' AND source = '{vocabulary.Source.COMMITLOG}'
+  FROM {between("metrics_1m", LATEST)}
+  WHERE cluster = $cluster AND group_id = $group
+    AND metric = '{MEMBER_EPOCH}' AND source = '{vocabulary.Source.COMMITLOG}'
 )
 SELECT client_id, member_epoch FROM epochs
 QUALIFY window_start = max(window_start) OVER ()
@@ -197,11 +229,10 @@ ORDER BY client_id
 #: minute it was (its reason then, the bucket's largest lag in it). Why per bucket: a week is ten
 #: thousand minute rows, more markers than the chart has pixels; a bucket of one minute (ranges up
 #: to a few hours) keeps every row.
-SQL_GROUP_STATUS_HISTORY = """
+SQL_GROUP_STATUS_HISTORY = f"""
 SELECT min(updated_at) AS time, status, arg_min(reason, updated_at) AS reason, max(total_lag) AS total_lag
-FROM group_status
-WHERE cluster = $cluster AND window_start >= $start - INTERVAL 1 MINUTE AND window_start < $end
-  AND updated_at >= $start AND updated_at < $end AND group_id = $group
+FROM {between("group_status", ("$start - INTERVAL 1 MINUTE", "$end"))}
+WHERE cluster = $cluster AND updated_at >= $start AND updated_at < $end AND group_id = $group
 GROUP BY time_bucket(to_seconds($bucket_s), updated_at), status
 ORDER BY time, status
 """
@@ -230,13 +261,24 @@ def last_offset(matching: int, size: int) -> int:
     return max(0, (matching - 1) // size * size)
 
 
+def build_index(con: duckdb.DuckDBPyConnection, p: dict[str, Any]) -> None:
+    """Every group's newest status in the recent slice, into INDEX_TABLE on `con`: SQL_GROUP_INDEX,
+    and SQL_INDEX_OF for the groups it left unsettled (none, unless a minute's rewrite moved its
+    updated_at back or out of the slice)."""
+    con.execute(SQL_GROUP_INDEX, bind(SQL_GROUP_INDEX, p))
+    unsettled = con.execute(f"DELETE FROM {INDEX_TABLE} WHERE window_start IS NULL RETURNING group_id").fetchall()
+    if unsettled:
+        insert = f"INSERT INTO {INDEX_TABLE}\n{SQL_INDEX_OF}"
+        con.execute(insert, bind(insert, p | {"ids": [group_id for (group_id,) in unsettled]}))
+
+
 def listing(lake: Lake, scope: Scope, chosen: GroupFilter, offset: int = 0, size: int = PAGE_SIZE) -> Frames:
     """One page of the groups `chosen` keeps, worst first, with their rates ("groups"), and the
     totals and filter choices ("summary": one row; its offset is the page's, pulled back to the
     last page when the filters left fewer groups than `offset`)."""
     with session(lake) as con:
         p = scope.params() | chosen.params()
-        con.execute(SQL_GROUP_INDEX, bind(SQL_GROUP_INDEX, p))
+        build_index(con, p)
         summary = run(con, SQL_GROUP_COUNTS, **p)
         offset = min(max(0, offset), last_offset(int(summary["matching"].iloc[0]), size))
         shown = run(con, SQL_GROUP_PAGE, limit=size, offset=offset, **p)
@@ -266,7 +308,7 @@ def summary(con: duckdb.DuckDBPyConnection, p: dict[str, Any], shown: int = SHOW
     """The overview's groups on an open connection: groups and lag per status ("group_counts"), and
     the `shown` worst by time lag ("worst_time_lag") and by offset lag ("most_lag") with their whole
     rows. Only the index is built over every group; whole rows and rates are read for the listed."""
-    con.execute(SQL_GROUP_INDEX, bind(SQL_GROUP_INDEX, p))
+    build_index(con, p)
     counts = run(con, SQL_STATUS_COUNTS)
     lists = {
         "worst_time_lag": run(con, SQL_WORST_TIME_LAG, limit=shown),

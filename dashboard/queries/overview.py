@@ -8,7 +8,7 @@ two short lists computed in SQL over the groups page's index of newest statuses
 
 from __future__ import annotations
 
-from dashboard.queries import BROKER_RATE_METRICS, BUCKET, IN_RANGE, JMX, Frames, Lake, Scope, run_each, session
+from dashboard.queries import BROKER_RATE_METRICS, BUCKET, JMX, Frames, Lake, Scope, between, run_each, session
 from dashboard.queries import groups as group_queries
 from dashboard.queries.alerts import SQL_ALERTS_FIRING
 from dashboard.queries.brokers import SQL_BROKER_GAUGES
@@ -17,8 +17,8 @@ from dashboard.queries.pipeline import SQL_PIPELINE_LATEST
 SQL_CLUSTER_RATES = f"""
 WITH per_window AS (
   SELECT window_start, metric, sum(rate_per_s) AS rate_per_s
-  FROM metrics_1m
-  WHERE {IN_RANGE} AND source IN {JMX} AND broker IS NOT NULL AND topic IS NULL
+  FROM {between("metrics_1m")}
+  WHERE cluster = $cluster AND source IN {JMX} AND broker IS NOT NULL AND topic IS NULL
     AND metric IN {BROKER_RATE_METRICS}
   GROUP BY ALL
 )

@@ -6,7 +6,18 @@ home cluster), so the pipeline's own progress and heartbeats are not filtered by
 
 from __future__ import annotations
 
-from dashboard.queries import IN_RECENT, SCRAPE_DURATION, SCRAPED_SOURCES, UP, Frames, Lake, Scope, run_each, session
+from dashboard.queries import (
+    RECENT,
+    SCRAPE_DURATION,
+    SCRAPED_SOURCES,
+    UP,
+    Frames,
+    Lake,
+    Scope,
+    between,
+    run_each,
+    session,
+)
 from lagwatch import vocabulary
 from lagwatch.lake_queries import newest_rows
 
@@ -19,8 +30,8 @@ SELECT source, broker, client_id,
        avg(avg) FILTER (WHERE metric = '{UP}') AS up_ratio_1h,
        arg_max_null("last", window_start) FILTER (WHERE metric = '{SCRAPE_DURATION}') AS scrape_duration_s,
        max(window_end) AS last_seen
-FROM metrics_1m
-WHERE {IN_RECENT} AND metric IN {(UP, SCRAPE_DURATION)} AND source IN {SCRAPED_SOURCES}
+FROM {between("metrics_1m", RECENT)}
+WHERE cluster = $cluster AND metric IN {(UP, SCRAPE_DURATION)} AND source IN {SCRAPED_SOURCES}
 GROUP BY ALL ORDER BY source, broker, client_id
 """
 
@@ -45,8 +56,8 @@ GROUP BY ALL ORDER BY time
 SQL_HEARTBEATS = f"""
 SELECT client_id AS collector, metric, arg_max_null("last", window_start) AS value,
        avg(rate_per_s) AS rate_per_s, max(window_end) AS last_seen
-FROM metrics_1m
-WHERE window_start >= $recent_start AND window_start < $end AND source = '{vocabulary.Source.HEARTBEAT}'
+FROM {between("metrics_1m", RECENT)}
+WHERE source = '{vocabulary.Source.HEARTBEAT}'
   AND metric IN {HEARTBEAT_METRICS}
 GROUP BY ALL ORDER BY collector, metric
 """

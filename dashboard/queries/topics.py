@@ -10,13 +10,13 @@ from dashboard.queries import (
     ADMIN,
     BROKER_RATE_METRICS,
     BUCKET,
-    IN_LATEST,
-    IN_RANGE,
     JMX,
+    LATEST,
     TARGETS,
     Frames,
     Lake,
     Scope,
+    between,
     run,
     session,
 )
@@ -29,10 +29,10 @@ from lagwatch.lake_queries import newest_rows
 _LOWER_BOUND = lakelib.TimeLagMethod.LOWER_BOUND
 #: Each partition of the topic ($topic)'s newest lag_1m row per group in the latest slice.
 _TOPIC_PARTITIONS_LATEST = newest_rows(
-    "lag_1m",
+    between("lag_1m", LATEST),
     "group_id, topic, lag, time_lag_s, time_lag_method, status",
     key="group_id, partition",
-    where=f"{IN_LATEST} AND topic = $topic",
+    where="cluster = $cluster AND topic = $topic",
 )
 SQL_TOPIC_GROUPS_LATEST = f"""
 WITH latest AS (
@@ -46,8 +46,8 @@ FROM latest GROUP BY ALL ORDER BY topic, total_lag DESC
 SQL_TOPIC_RATES_LATEST = f"""
 WITH per_window AS (
   SELECT window_start, topic, metric, sum(rate_per_s) AS rate_per_s
-  FROM metrics_1m
-  WHERE {IN_LATEST} AND source IN {JMX} AND topic IS NOT NULL AND metric IN {BROKER_RATE_METRICS}
+  FROM {between("metrics_1m", LATEST)}
+  WHERE cluster = $cluster AND source IN {JMX} AND topic IS NOT NULL AND metric IN {BROKER_RATE_METRICS}
   GROUP BY ALL
 )
 SELECT topic, metric, avg(rate_per_s) AS rate_per_s FROM per_window GROUP BY ALL
@@ -59,10 +59,11 @@ WITH edges AS (
   SELECT topic, partition,
          arg_min("first", window_start) FILTER (WHERE window_start < $start + INTERVAL 10 MINUTE) AS first_offset,
          arg_max_null("last", window_start) FILTER (WHERE window_start >= $latest_start) AS last_offset
-  FROM metrics_1m
+  FROM (
+    SELECT * FROM {between("metrics_1m", ("$start", "$start + INTERVAL 10 MINUTE"))}
+    UNION ALL SELECT * FROM {between("metrics_1m", LATEST)}
+  )
   WHERE cluster = $cluster AND metric = '{LOG_END_OFFSET}' AND source = '{ADMIN}' AND topic IS NOT NULL
-    AND ((window_start >= $start AND window_start < $start + INTERVAL 10 MINUTE)
-         OR (window_start >= $latest_start AND window_start < $end))
   GROUP BY ALL
 )
 SELECT topic, count(*) AS partitions, sum(last_offset) AS end_offset,
@@ -74,8 +75,8 @@ FROM edges GROUP BY topic ORDER BY topic
 SQL_TOPIC_SERIES = f"""
 WITH per_window AS (
   SELECT window_start, metric, sum(rate_per_s) AS rate_per_s, sum("last") AS end_offset
-  FROM metrics_1m
-  WHERE {IN_RANGE} AND topic = $topic AND source IN {TARGETS}
+  FROM {between("metrics_1m")}
+  WHERE cluster = $cluster AND topic = $topic AND source IN {TARGETS}
     AND metric IN {(LOG_END_OFFSET, *BROKER_RATE_METRICS)}
   GROUP BY ALL
 )

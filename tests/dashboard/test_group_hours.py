@@ -124,7 +124,7 @@ def _utc(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _chart(lake: Path, scope: Scope) -> pd.DataFrame:
     with_views = _lake(lake)
-    with lakelib.connect_readonly(with_views.path, with_views.duckdb_path) as con:
+    with group_queries.session(with_views) as con:
         return _utc(group_queries.partitions_of(con, with_views, scope, GROUP))
 
 

@@ -153,12 +153,8 @@ def test_drill_down_and_page_queries_filter_by_group_at_the_parquet_scan(fleet: 
     sql = ONE_GROUP_QUERIES[name]
     wanted = "probe-group-7"
     values = _scope(fleet).params() | {"group": wanted, "ids": [wanted], "since": fleet.now - dt.timedelta(hours=1)}
-    lake = _lake(fleet)
-    con = lakelib.connect_readonly(lake.path, lake.duckdb_path)
-    try:
+    with group_queries.session(_lake(fleet)) as con:  # the page's own session: its ranged-read macros
         plan = json.loads(con.execute(f"EXPLAIN (FORMAT json) {sql}", bind(sql, values)).fetchall()[0][1])
-    finally:
-        con.close()
     scans = [scan for root in plan for scan in _parquet_scans(root)]
     assert scans, plan
     for scan in scans:

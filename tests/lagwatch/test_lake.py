@@ -136,3 +136,80 @@ def test_a_lake_written_before_columns_were_added_reads_them_as_null(tmp_path: P
     compacted = newest_rows(name, [day / "b1.parquet"])
     assert compacted.schema == lakelib.arrow_schema(name)
     assert compacted.select(new_columns).to_pylist() == [dict.fromkeys(new_columns)]
+
+
+MIDNIGHT = dt.datetime(2026, 7, 2, tzinfo=dt.UTC)
+HOUR = dt.timedelta(hours=1)
+
+
+def _status_rows(minutes: range, lag: int) -> object:
+    """group_status rows of groups a and b, one per minute from MIDNIGHT (negative: the day before)."""
+    return lakelib.rows_to_arrow(
+        "group_status",
+        [
+            {
+                "cluster": "c",
+                "group_id": group,
+                "status": "OK",
+                "total_lag": lag,
+                "window_start": MIDNIGHT + dt.timedelta(minutes=m),
+                "updated_at": MIDNIGHT + dt.timedelta(minutes=m, seconds=30),
+            }
+            for m in minutes
+            for group in ("a", "b")
+        ],
+    )
+
+
+def test_range_macros_read_only_the_days_of_their_range_and_show_what_the_view_shows(tmp_path: Path) -> None:
+    """`<table>_between(since, until)` is the view's rows in [since, until), re-versioned rows and a
+    compaction's copy included, over a range across midnight, one with a day without a folder, and one
+    with no folder at all. A file no Parquet reader can open sits in an older day's folder: the ranges
+    that do not touch that day never open it (the view, which lists every file, fails on it)."""
+    lake, views = tmp_path / "lake", tmp_path / "lagwatch.duckdb"
+    write_batch(lake, "group_status", _status_rows(range(-90, 90), lag=1), 1, "q")
+    write_batch(lake, "group_status", _status_rows(range(-30, 30), lag=2), 2, "q")  # rewrites an hour
+    copy = lakelib.table_dir(lake, "group_status") / "date=2026-07-02"
+    (copy / "c-copy.parquet").write_bytes(next(copy.glob("b*2*.parquet")).read_bytes())  # compaction's overlap
+    lakelib.write_views_file(lake, views)
+    con = lakelib.connect_readonly(lake, views)
+    try:
+        for statement in lakelib.range_macro_statements(lake, ["group_status"]):
+            con.execute(statement)
+
+        def rows(sql: str, since: dt.datetime, until: dt.datetime) -> list[tuple]:
+            return sorted(con.execute(sql, {"since": since, "until": until}).fetchall())
+
+        view = "SELECT * FROM group_status WHERE window_start >= $since AND window_start < $until"
+        macro = "SELECT * FROM group_status_between($since, $until)"
+        ranges = {
+            "across midnight": (MIDNIGHT - dt.timedelta(minutes=45), MIDNIGHT + dt.timedelta(minutes=45)),
+            "a day without a folder": (MIDNIGHT + dt.timedelta(minutes=80), MIDNIGHT + dt.timedelta(days=2)),
+            "no folder": (MIDNIGHT + dt.timedelta(days=5), MIDNIGHT + dt.timedelta(days=6)),
+        }
+        for name, (since, until) in ranges.items():
+            assert rows(macro, since, until) == rows(view, since, until), name
+        across = rows(macro, *ranges["across midnight"])
+        lags = rows(
+            "SELECT window_start, total_lag FROM group_status_between($since, $until)", *ranges["across midnight"]
+        )
+        assert len(across) == 2 * 90 and {lag for _, lag in lags} == {1, 2}, "one row per key, its newest version"
+        assert all(lag == 2 for start, lag in lags if abs(start - MIDNIGHT) < dt.timedelta(minutes=30))
+        stored = con.execute(
+            "SELECT count(*) FROM group_status_versions($since, $until)",
+            {"since": MIDNIGHT, "until": MIDNIGHT + dt.timedelta(minutes=30)},
+        ).fetchone()
+        assert stored == (2 * 30 * 3,), "every version and copy as stored"
+
+        old_day = lakelib.table_dir(lake, "group_status") / "date=2026-06-30"
+        old_day.mkdir()
+        (old_day / "b-broken.parquet").write_bytes(b"not parquet")
+        for statement in lakelib.range_macro_statements(lake, ["group_status"]):  # a new session's macros
+            con.execute(statement)
+        assert rows(macro, *ranges["across midnight"]) == across
+        with pytest.raises(duckdb.Error):
+            rows(macro, old_day_start := dt.datetime(2026, 6, 30, 23, tzinfo=dt.UTC), old_day_start + HOUR)
+        with pytest.raises(duckdb.Error):
+            con.execute("SELECT count(*) FROM group_status").fetchall()
+    finally:
+        con.close()
