@@ -8,7 +8,7 @@ Input rows are Kafka records. Spark's own count is of the rows its source yielde
 reads records packed thousands to a row (``packed.py``), so the query counts the records with
 an observed metric (:func:`observe_input_records`) and the rates are scaled to it.
 
-The listener takes each progress report as its JSON, in one call into the JVM
+The listener takes each progress report as its JSON, in two calls into the JVM
 (:class:`_ProgressAsJson`): PySpark's own wrapper walks every field of the report through
 Py4J, dozens of calls per batch, plus an idle event every few seconds, for a row that needs
 the JSON's few fields.
@@ -170,7 +170,7 @@ class ProgressListener(StreamingQueryListener):
 
 class _ProgressAsJson:
     """The Java interface PySpark's listener wrapper calls, answering a progress event from its
-    JSON (one Py4J call) and an idle event with none; start and end, once per query, as PySpark does."""
+    JSON (two Py4J calls) and an idle event with none; start and end, once per query, as PySpark does."""
 
     def __init__(self, listener: ProgressListener) -> None:
         self.listener = listener
