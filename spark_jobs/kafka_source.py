@@ -230,11 +230,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _settled(
         self, begin: dict[tuple[str, int], int], highs: dict[tuple[str, int], int]
     ) -> dict[tuple[str, int], int]:
-        """The end offsets once they stop moving between two looks, or as of settle_max_s."""
+        """The end offsets once they stop moving between two looks, or as of settle_max_s (never
+        under available-now, whose end is frozen: no target to apply here)."""
         deadline = time.monotonic() + self.options.settle_max_s
         while time.monotonic() + SETTLE_POLL_S <= deadline:
             time.sleep(SETTLE_POLL_S)
-            ends = {tp: self._target_for(*tp, marks[1]) for tp, marks in self._current().items() if tp in highs}
+            ends = {tp: marks[1] for tp, marks in self._current().items()}
             now = {tp: max(begin[tp], ends.get(tp, high)) for tp, high in highs.items()}
             if now == highs:
                 break
